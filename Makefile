@@ -1,0 +1,28 @@
+# Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
+PYTHON ?= python3
+
+.PHONY: demo test test-all bench lint memcheck strict-build clean
+
+demo:            ## set everything up and serve the example sites
+	$(PYTHON) dev.py demo
+
+test:            ## set everything up and run the whole test suite
+	$(PYTHON) dev.py test
+
+test-all:        ## the suite (without slow tests) on Python 3.10, 3.12 and 3.13 too
+	$(PYTHON) dev.py test-all
+
+bench:           ## benchmarks against Jinja2, Mako, Django, markupsafe and Quixote
+	$(PYTHON) dev.py bench
+
+lint:
+	$(PYTHON) dev.py setup && .venv/bin/ruff check .
+
+strict-build:    ## the C accelerator with -Wall -Wextra -Werror
+	$(PYTHON) dev.py setup && PTL_WSGI_STRICT_BUILD=1 .venv/bin/python setup.py -q build_ext --inplace --force
+
+memcheck:        ## the htmltext tests against the C accelerator under AddressSanitizer
+	$(PYTHON) dev.py setup && bash tools/memcheck.sh
+
+clean:
+	rm -rf build .venv .venv-3.* ptl_wsgi/*.so *.egg-info .pytest_cache

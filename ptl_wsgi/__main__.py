@@ -1,0 +1,5 @@
+import sys
+
+from ptl_wsgi.cli import main
+
+sys.exit(main())

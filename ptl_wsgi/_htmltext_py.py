@@ -1,0 +1,384 @@
+"""Pure-Python twin of the ``ptl_wsgi._htmltext_c`` accelerator.
+
+This module is the reference: the C twin must behave exactly like it, and
+``tests/test_htmltext.py`` plus the differential property tests hold both to
+that.  Do not import it directly; ``ptl_wsgi.html`` picks a twin and builds
+the public ``htmltext`` class on top of its ``HtmlTextBase``.
+
+Rules shared by every operation here:
+
+* a value with ``__html__`` is trusted: its ``__html__()`` text is used as is;
+* anything else is ``str()``-ed and escaped like ``html.escape(s, quote=True)``;
+* ``None`` is skipped by the accumulators (``TemplateIO``, ``html_join``,
+  ``plain_join``) and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+_new_str = str.__new__
+
+# The final public class, registered by ptl_wsgi.html once it is built.
+_htmltext: type = str
+
+
+def register(cls: type) -> None:
+    """Tell this twin which class its functions must return."""
+    global _htmltext
+    _htmltext = cls
+
+
+def escape_str(s: str) -> str:
+    """Escape ``& < > " '`` in *s*; return *s* itself when nothing needs it."""
+    if "&" in s:
+        s = s.replace("&", "&amp;")
+    if "<" in s:
+        s = s.replace("<", "&lt;")
+    if ">" in s:
+        s = s.replace(">", "&gt;")
+    if '"' in s:
+        s = s.replace('"', "&quot;")
+    if "'" in s:
+        s = s.replace("'", "&#x27;")
+    return s
+
+
+def markup_of(value: Any) -> str:
+    """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``."""
+    if type(value) is str:
+        return escape_str(value)
+    html = getattr(value, "__html__", None)
+    if html is not None:
+        return str(html())
+    return escape_str(str(value))
+
+
+def stringify(value: Any) -> str:
+    """Return *value* as a plain ``str`` (``str()``, without escaping)."""
+    if type(value) is str:
+        return value
+    return str(value)
+
+
+def htmlescape(value: Any) -> Any:
+    """Return *value* as htmltext: escaped, unless it has ``__html__``."""
+    if type(value) is _htmltext:
+        return value
+    return _new_str(_htmltext, markup_of(value))
+
+
+def html_join(parts: Iterable[Any]) -> Any:
+    """Join template output as htmltext, escaping untrusted parts, skipping None."""
+    return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
+
+
+def plain_join(parts: Iterable[Any]) -> str:
+    """Join template output as plain text, skipping None."""
+    return "".join([stringify(p) for p in parts if p is not None])
+
+
+_CONVERTERS = {115: str, 114: repr, 97: ascii}
+
+
+def format_field(value: Any, conversion: int, spec: str) -> str:
+    """Markup for one f-string field: convert, apply *spec*, then escape.
+
+    *conversion* is the ``ast.FormattedValue`` code: -1 for none, or the
+    ordinal of ``s``, ``r`` or ``a``.  A value with ``__html_format__`` or
+    ``__html__`` and no conversion keeps its markup.
+    """
+    if conversion != -1:
+        return escape_str(format(_CONVERTERS[conversion](value), spec))
+    if type(value) is not str:
+        html_format = getattr(value, "__html_format__", None)
+        if html_format is not None:
+            return str(html_format(spec))
+        html = getattr(value, "__html__", None)
+        if html is not None:
+            return format(str(html()), spec) if spec else str(html())
+    return escape_str(format(value, spec))
+
+
+# -- % formatting -------------------------------------------------------------
+#
+# Each conversion is formatted on the raw value first and escaped afterwards,
+# so widths and precisions count characters the way str does and a %c can
+# never produce a bare markup character.  Numeric conversions produce only
+# digits, signs, letters and spaces, so they are passed through unescaped.
+
+_NUMERIC = frozenset("diouxXeEfFgG")
+_TEXT = frozenset("sra")
+_FLAGS = frozenset("#0- +")
+
+
+class _Spec:
+    __slots__ = ("key", "spec", "kind", "stars")
+
+    def __init__(self, key: str | None, spec: str, kind: str, stars: int) -> None:
+        self.key = key
+        self.spec = spec
+        self.kind = kind
+        self.stars = stars
+
+
+@lru_cache(maxsize=1024)
+def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
+    """Split *fmt* into literal text and conversion specs.
+
+    The second item says whether every spec is a bare positional ``%s``.
+    """
+    items: list[str | _Spec] = []
+    simple = True
+    literal_start = 0
+    i = 0
+    n = len(fmt)
+    while True:
+        i = fmt.find("%", i)
+        if i < 0:
+            break
+        start = i
+        i += 1
+        if i >= n:
+            raise ValueError("incomplete format")
+        key = None
+        if fmt[i] == "(":
+            depth = 1
+            j = i + 1
+            while j < n and depth:
+                if fmt[j] == "(":
+                    depth += 1
+                elif fmt[j] == ")":
+                    depth -= 1
+                j += 1
+            if depth:
+                raise ValueError("incomplete format key")
+            key = fmt[i + 1 : j - 1]
+            i = j
+        spec_start = i
+        stars = 0
+        while i < n and fmt[i] in _FLAGS:
+            i += 1
+        if i < n and fmt[i] == "*":
+            stars += 1
+            i += 1
+        else:
+            while i < n and fmt[i].isdigit():
+                i += 1
+        if i < n and fmt[i] == ".":
+            i += 1
+            if i < n and fmt[i] == "*":
+                stars += 1
+                i += 1
+            else:
+                while i < n and fmt[i].isdigit():
+                    i += 1
+        while i < n and fmt[i] in "hlL":
+            i += 1
+        if i >= n:
+            raise ValueError("incomplete format")
+        kind = fmt[i]
+        i += 1
+        if kind == "%":
+            # A "%%" (with or without anything between) is a literal percent.
+            items.append(fmt[literal_start:start] + "%")
+            literal_start = i
+            continue
+        if kind not in _NUMERIC and kind not in _TEXT and kind != "c":
+            raise ValueError(
+                f"unsupported format character {kind!r} ({ord(kind):#x}) at index {i - 1}"
+            )
+        if fmt[literal_start:start]:
+            items.append(fmt[literal_start:start])
+        literal_start = i
+        spec = "%" + fmt[spec_start:i]
+        if key is not None or spec != "%s":
+            simple = False
+        items.append(_Spec(key, spec, kind, stars))
+    if fmt[literal_start:]:
+        items.append(fmt[literal_start:])
+    return tuple(items), simple
+
+
+def _format_one(spec: _Spec, star_args: list[Any], value: Any) -> str:
+    kind = spec.kind
+    if kind in _NUMERIC:
+        return spec.spec % (*star_args, value)
+    if kind == "s" and type(value) is not str:
+        html = getattr(value, "__html__", None)
+        if html is not None:
+            return spec.spec % (*star_args, str(html()))
+    return escape_str(spec.spec % (*star_args, value))
+
+
+def format_mod(fmt: str, arg: Any) -> str:
+    """``fmt % arg`` with every text conversion escaped; returns markup as str."""
+    items, simple = _parse_format(fmt)
+    is_tuple = isinstance(arg, tuple)
+    args = arg if is_tuple else (arg,)
+    if simple:
+        if len(args) != sum(1 for item in items if type(item) is _Spec):
+            return str.__mod__(fmt, args)  # let str report the count mismatch
+        values = iter(args)
+        return "".join(
+            [item if type(item) is str else markup_of(next(values)) for item in items]
+        )
+    mapping = None
+    if not is_tuple and not isinstance(arg, str) and hasattr(type(arg), "__getitem__"):
+        mapping = arg
+    out: list[str] = []
+    index = 0
+    for item in items:
+        if type(item) is str:
+            out.append(item)
+            continue
+        star_args = []
+        for _ in range(item.stars):
+            if index >= len(args):
+                raise TypeError("not enough arguments for format string")
+            star_args.append(args[index])
+            index += 1
+        if item.key is not None:
+            if mapping is None:
+                raise TypeError("format requires a mapping")
+            value = mapping[item.key]
+        else:
+            if index >= len(args):
+                raise TypeError("not enough arguments for format string")
+            value = args[index]
+            index += 1
+        out.append(_format_one(item, star_args, value))
+    if mapping is None and index < len(args):
+        raise TypeError("not all arguments converted during string formatting")
+    return "".join(out)
+
+
+# -- str.format ---------------------------------------------------------------
+
+
+class _FieldProxy:
+    """Stands in for a ``str.format`` argument so that its output is escaped."""
+
+    __slots__ = ("_ptl_value",)
+
+    def __init__(self, value: Any) -> None:
+        object.__setattr__(self, "_ptl_value", value)
+
+    def __getattribute__(self, name: str) -> Any:
+        return _FieldProxy(getattr(object.__getattribute__(self, "_ptl_value"), name))
+
+    def __getitem__(self, key: Any) -> Any:
+        return _FieldProxy(object.__getattribute__(self, "_ptl_value")[key])
+
+    def __format__(self, spec: str) -> str:
+        return format_field(object.__getattribute__(self, "_ptl_value"), -1, spec)
+
+    # Conversions (!s, !r, !a) are escaped before a format spec applies.
+    def __str__(self) -> str:
+        return escape_str(str(object.__getattribute__(self, "_ptl_value")))
+
+    def __repr__(self) -> str:
+        return escape_str(repr(object.__getattribute__(self, "_ptl_value")))
+
+
+class _MappingProxy:
+    __slots__ = ("_mapping",)
+
+    def __init__(self, mapping: Any) -> None:
+        self._mapping = mapping
+
+    def __getitem__(self, key: Any) -> _FieldProxy:
+        return _FieldProxy(self._mapping[key])
+
+
+# -- the hot base class -------------------------------------------------------
+
+
+class HtmlTextBase(str):
+    """The operators of htmltext; ``ptl_wsgi.html`` adds the rest of the str API."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: Any = "") -> Any:
+        if type(value) is not str:
+            html = getattr(value, "__html__", None)
+            value = str(html()) if html is not None else str(value)
+        return _new_str(cls, value)
+
+    def __html__(self) -> Any:
+        return self
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _new_str(type(self), str.__add__(self, markup_of(other)))
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> Any:
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _new_str(type(self), markup_of(other) + str(self))
+        return NotImplemented
+
+    def __mul__(self, count: Any) -> Any:
+        result = str.__mul__(self, count)
+        if result is NotImplemented:
+            return result
+        return _new_str(type(self), result)
+
+    __rmul__ = __mul__
+
+    def __mod__(self, arg: Any) -> Any:
+        return _new_str(type(self), format_mod(str(self), arg))
+
+    def join(self, iterable: Iterable[Any]) -> Any:
+        return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
+
+    def format(self, *args: Any, **kwargs: Any) -> Any:
+        return _new_str(
+            type(self),
+            str.format(
+                self,
+                *[_FieldProxy(a) for a in args],
+                **{k: _FieldProxy(v) for k, v in kwargs.items()},
+            ),
+        )
+
+    def format_map(self, mapping: Any) -> Any:
+        return _new_str(type(self), str.format_map(self, _MappingProxy(mapping)))
+
+
+# -- TemplateIO -----------------------------------------------------------------
+
+
+class TemplateIO:
+    """Accumulates output; with ``html=True`` it escapes what it is given.
+
+    ``io += value`` and ``io(value)`` add a value (None is skipped);
+    ``io.getvalue()`` returns the text so far (htmltext when html is true).
+    """
+
+    __slots__ = ("html", "_parts")
+
+    def __init__(self, html: bool = False) -> None:
+        self.html = bool(html)
+        self._parts: list[str] = []
+
+    def __iadd__(self, value: Any) -> TemplateIO:
+        if value is not None:
+            self._parts.append(markup_of(value) if self.html else stringify(value))
+        return self
+
+    def __call__(self, value: Any) -> None:
+        if value is not None:
+            self._parts.append(markup_of(value) if self.html else stringify(value))
+
+    def getvalue(self) -> Any:
+        text = "".join(self._parts)
+        return _new_str(_htmltext, text) if self.html else text
+
+    def __str__(self) -> str:
+        return "".join(self._parts)
+
+    def __repr__(self) -> str:
+        return f"<TemplateIO html={self.html} {''.join(self._parts)!r}>"

@@ -1,0 +1,147 @@
+"""The htmltext type: trusted markup, and the functions that escape everything else.
+
+Two twins implement the hot paths: the C accelerator ``ptl_wsgi._htmltext_c``
+and the pure-Python ``ptl_wsgi._htmltext_py``.  This module picks the C twin
+when it is built and not forced off with ``PTL_WSGI_PURE_PYTHON=1``, and
+builds the public :class:`htmltext` class on the twin's base so that both
+share one definition of the less frequent str methods.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from functools import cache
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+from ptl_wsgi import _htmltext_py
+
+__all__ = [
+    "htmltext",
+    "htmlescape",
+    "stringify",
+    "TemplateIO",
+    "html_join",
+    "plain_join",
+    "format_field",
+    "IMPLEMENTATION",
+    "ACCELERATOR_STATUS",
+    "implementation",
+]
+
+
+def _escape_args(markup_of: Any, args: Iterable[Any]) -> list[Any]:
+    return [markup_of(a) if isinstance(a, str) or hasattr(a, "__html__") else a for a in args]
+
+
+def _build(twin: ModuleType) -> SimpleNamespace:
+    """Build the htmltext class on *twin*'s base and collect the twin's API."""
+    markup_of = twin.markup_of
+
+    def _wrap_text(name: str) -> Any:
+        str_method = getattr(str, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = str_method(self, *_escape_args(markup_of, args), **kwargs)
+            return str.__new__(type(self), result)
+
+        method.__name__ = name
+        method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; returns htmltext."
+        return method
+
+    def _wrap_parts(name: str) -> Any:
+        str_method = getattr(str, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            cls = type(self)
+            parts = str_method(self, *_escape_args(markup_of, args), **kwargs)
+            return type(parts)(str.__new__(cls, p) for p in parts)
+
+        method.__name__ = name
+        method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; parts are htmltext."
+        return method
+
+    namespace: dict[str, Any] = {
+        "__slots__": (),
+        "__module__": __name__,
+        "__doc__": (
+            "A str of trusted markup.\n\n"
+            "``htmltext(x)`` trusts ``x``: its ``__html__()`` if it has one, else ``str(x)``.\n"
+            "Operators and methods escape every operand or argument that is not\n"
+            "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext."
+        ),
+        "__repr__": lambda self: f"{type(self).__name__}({str.__repr__(self)})",
+        "__reduce__": lambda self: (_unpickle, (str(self),)),
+    }
+    for name in (
+        "capitalize", "casefold", "center", "expandtabs", "ljust", "lower", "lstrip",
+        "removeprefix", "removesuffix", "replace", "rjust", "rstrip", "strip",
+        "swapcase", "title", "upper", "zfill",
+    ):  # fmt: skip
+        namespace[name] = _wrap_text(name)
+    for name in ("partition", "rpartition", "rsplit", "split", "splitlines"):
+        namespace[name] = _wrap_parts(name)
+    cls = type("htmltext", (twin.HtmlTextBase,), namespace)
+    cls.__qualname__ = "htmltext"
+    twin.register(cls)
+    return SimpleNamespace(
+        name="c" if twin.__name__.endswith("_c") else "python",
+        module=twin,
+        htmltext=cls,
+        htmlescape=twin.htmlescape,
+        stringify=twin.stringify,
+        TemplateIO=twin.TemplateIO,
+        html_join=twin.html_join,
+        plain_join=twin.plain_join,
+        format_field=twin.format_field,
+        escape_str=twin.escape_str,
+    )
+
+
+def _load_c() -> tuple[ModuleType | None, str]:
+    if os.environ.get("PTL_WSGI_PURE_PYTHON", "") not in ("", "0"):
+        return None, "forced off by PTL_WSGI_PURE_PYTHON"
+    try:
+        from ptl_wsgi import _htmltext_c
+    except ImportError as exc:
+        return None, f"not built ({exc})"
+    return _htmltext_c, "active"
+
+
+_c_twin, ACCELERATOR_STATUS = _load_c()
+
+
+@cache
+def implementation(name: str) -> SimpleNamespace:
+    """Return the API of one twin, ``"c"`` or ``"python"``, for tests and benchmarks.
+
+    Raises ImportError for ``"c"`` when the accelerator is not built.
+    """
+    if name == "python":
+        return _build(_htmltext_py)
+    if name == "c":
+        from ptl_wsgi import _htmltext_c
+
+        return _build(_htmltext_c)
+    raise ValueError(f"unknown implementation {name!r}; expected 'c' or 'python'")
+
+
+_active = implementation("c" if _c_twin is not None else "python")
+
+#: ``"c"`` or ``"python"``: which twin this process uses.
+IMPLEMENTATION: str = _active.name
+
+htmltext = _active.htmltext
+htmlescape = _active.htmlescape
+stringify = _active.stringify
+TemplateIO = _active.TemplateIO
+html_join = _active.html_join
+plain_join = _active.plain_join
+format_field = _active.format_field
+
+
+def _unpickle(text: str) -> Any:
+    # Pickles name this function, not a twin's class, so they load in any process.
+    return htmltext(text)
+

@@ -1,0 +1,277 @@
+"""Template names to template callables: the one loader behind every integration.
+
+A template name is a path relative to a search directory, optionally followed
+by the name of a template function in that module::
+
+    "blog/post.ptl"          # the module's template called ``render``
+    "blog/post.ptl:sidebar"  # the module's template called ``sidebar``
+
+The search directories together form one package (a fresh one per
+:class:`Loader`), so template modules import each other with relative imports,
+and a name missing from the first directory is looked for in the next, the way
+Flask's and Django's loaders search their folders::
+
+    # blog/post.ptl
+    from ..layout import page        # layout.ptl from any search directory
+
+    def render [html] (post):
+        page(post.title, body(post))
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import inspect
+import itertools
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = [
+    "DEFAULT_FUNCTION",
+    "Loader",
+    "Template",
+    "TemplateArgumentError",
+    "TemplateNotFound",
+    "split_name",
+]
+
+#: The template a name without ``:function`` refers to.
+DEFAULT_FUNCTION = "render"
+_SUFFIX = ".ptl"
+_counter = itertools.count()
+
+
+class TemplateNotFound(LookupError):
+    """No template by that name; ``tried`` lists every place that was looked in."""
+
+    def __init__(self, name: str, tried: Iterable[str] = (), reason: str = "") -> None:
+        self.name = name
+        self.tried = list(tried)
+        message = f"template {name!r} not found"
+        if reason:
+            message += f": {reason}"
+        if self.tried:
+            message += "; looked in:\n" + "\n".join(f"  {place}" for place in self.tried)
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TemplateArgumentError(TypeError):
+    """The context lacks a value for a required parameter of the template."""
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """Split ``"dir/file.ptl:func"`` into the file part and the function name."""
+    path, _, function = name.partition(":")
+    return path, function or DEFAULT_FUNCTION
+
+
+class Template:
+    """One template function, called with a context mapping.
+
+    Keys the function does not take are left out unless it accepts
+    ``**kwargs``; a required parameter missing from the context raises
+    :class:`TemplateArgumentError` naming the template and the parameter.
+    """
+
+    __slots__ = ("name", "filename", "function", "_accepted", "_required")
+
+    def __init__(self, name: str, filename: str, function: Callable[..., Any]) -> None:
+        self.name = name
+        self.filename = filename
+        self.function = function
+        accepted: set[str] | None = set()
+        required: list[str] = []
+        for param in inspect.signature(function).parameters.values():
+            if param.kind is param.VAR_KEYWORD:
+                accepted = None
+            elif param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                if accepted is not None:
+                    accepted.add(param.name)
+                if param.default is param.empty:
+                    required.append(param.name)
+        self._accepted = accepted
+        self._required = tuple(required)
+
+    def render(self, context: Mapping[str, Any] | None = None) -> Any:
+        """Call the template with the parts of *context* it takes."""
+        context = context or {}
+        for param in self._required:
+            if param not in context:
+                raise TemplateArgumentError(
+                    f"template {self.name!r} needs {param!r}, which the context does not have"
+                )
+        if self._accepted is None:
+            return self.function(**context)
+        accepted = self._accepted
+        return self.function(**{k: v for k, v in context.items() if k in accepted})
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Template {self.name!r} from {self.filename}>"
+
+
+class Loader:
+    """Finds, compiles, caches and reloads the templates under *search_path*.
+
+    With ``auto_reload`` on, every lookup checks the files of the modules
+    already loaded from these directories and reloads them all when one has
+    changed (so an edit to an imported layout is picked up too); with it off,
+    a cached template costs one dict lookup and no ``stat()``.
+    """
+
+    def __init__(self, search_path: Iterable[str | os.PathLike[str]], auto_reload: bool = False):
+        self.search_path = [str(Path(p).resolve()) for p in search_path]
+        self.auto_reload = auto_reload
+        self.package = f"_ptl_templates_{next(_counter)}"
+        self._templates: dict[str, Template] = {}
+        self._mtimes: dict[str, tuple[int, int] | None] = {}
+        self._lock = threading.RLock()
+        self._install_package()
+
+    def _install_package(self) -> None:
+        from ptl_wsgi.importer import install
+
+        install()
+        spec = importlib.machinery.ModuleSpec(self.package, None, is_package=True)
+        spec.submodule_search_locations = self.search_path
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[self.package] = package
+
+    # -- lookups ------------------------------------------------------------------
+
+    def get_template(self, name: str) -> Template:
+        """The template called *name*; raises :class:`TemplateNotFound`."""
+        if self.auto_reload:
+            self._reload_if_changed()
+        template = self._templates.get(name)
+        if template is None:
+            with self._lock:
+                template = self._templates.get(name)
+                if template is None:
+                    template = self._load(name)
+                    self._templates[name] = template
+        return template
+
+    def render(self, name: str, context: Mapping[str, Any] | None = None) -> Any:
+        """Render the template called *name* with *context*."""
+        return self.get_template(name).render(context)
+
+    def module(self, path: str) -> ModuleType:
+        """The module of template file *path* (``"blog/post.ptl"``), imported if need be."""
+        if self.auto_reload:
+            self._reload_if_changed()
+        relative = self._check_relative(path, path)
+        if self.find(path) is None:
+            raise TemplateNotFound(path, self.places(relative))
+        with self._lock:
+            return self._import(relative)
+
+    def find(self, path: str) -> str | None:
+        """The file that the template file name *path* refers to, or None."""
+        relative = self._check_relative(path, path)
+        for place in self.places(relative):
+            if os.path.isfile(place):
+                return place
+        return None
+
+    def places(self, relative: str) -> list[str]:
+        """Every file that *relative* could be, in search order."""
+        return [os.path.join(directory, relative) for directory in self.search_path]
+
+    def list_templates(self) -> list[str]:
+        """Every template file name under the search path (first occurrence wins)."""
+        seen: dict[str, None] = {}
+        for directory in self.search_path:
+            for root, _dirs, files in os.walk(directory):
+                for file in sorted(files):
+                    if file.endswith(_SUFFIX):
+                        rel = os.path.relpath(os.path.join(root, file), directory)
+                        seen.setdefault(rel.replace(os.sep, "/"), None)
+        return sorted(seen)
+
+    def close(self) -> None:
+        """Forget this loader's modules (they stay alive while templates are in use)."""
+        with self._lock:
+            self._purge()
+            sys.modules.pop(self.package, None)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _check_relative(self, name: str, path: str) -> str:
+        parts = path.replace("\\", "/").split("/")
+        if (
+            not path.endswith(_SUFFIX)
+            or os.path.isabs(path)
+            or any(part in ("", ".", "..") for part in parts)
+        ):
+            raise TemplateNotFound(
+                name, reason="a template name is a relative path ending in .ptl, "
+                "such as 'blog/post.ptl' or 'blog/post.ptl:sidebar'"
+            )
+        return os.path.join(*parts)
+
+    def _load(self, name: str) -> Template:
+        path, function_name = split_name(name)
+        relative = self._check_relative(name, path)
+        filename = self.find(path)
+        if filename is None:
+            raise TemplateNotFound(name, self.places(relative))
+        module = self._import(relative)
+        function = getattr(module, function_name, None)
+        if not callable(function):
+            raise TemplateNotFound(
+                name, [filename], reason=f"{filename} has no template {function_name!r}"
+            )
+        return Template(name, filename, function)
+
+    def _import(self, relative: str) -> ModuleType:
+        dotted = relative[: -len(_SUFFIX)].replace(os.sep, ".")
+        module = importlib.import_module(f"{self.package}.{dotted}")
+        self._record_files()
+        return module
+
+    def _own_modules(self) -> list[ModuleType]:
+        prefix = self.package + "."
+        return [
+            module
+            for name, module in list(sys.modules.items())
+            if name.startswith(prefix) and getattr(module, "__file__", None)
+        ]
+
+    def _record_files(self) -> None:
+        for module in self._own_modules():
+            self._mtimes.setdefault(module.__file__, _stat(module.__file__))
+
+    def _reload_if_changed(self) -> None:
+        changed = any(_stat(file) != stamp for file, stamp in list(self._mtimes.items()))
+        if changed:
+            with self._lock:
+                self._purge()
+
+    def _purge(self) -> None:
+        prefix = self.package + "."
+        for name in [n for n in sys.modules if n.startswith(prefix)]:
+            del sys.modules[name]
+        self._templates.clear()
+        self._mtimes.clear()
+        importlib.invalidate_caches()
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
