@@ -1,0 +1,160 @@
+"""Request adapters: one view of submitted fields and files for every framework.
+
+Nothing here imports Flask or Django.  Requests are recognised by their
+attributes: a Django ``HttpRequest`` has ``META`` and ``POST``; a werkzeug
+(or Flask) ``Request`` has ``form``, ``args`` and ``files``; a WSGI environ
+is wrapped in a werkzeug ``Request`` on demand.  Plain mappings and
+MultiDicts are taken as already-submitted POST data, which is what tests want.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+__all__ = ["FormData", "UploadedFile", "form_data"]
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """One uploaded file, the same whichever framework received it.
+
+    ``filename`` and ``content_type`` come from the client: never trust them.
+    ``original`` is the framework's own object (werkzeug ``FileStorage`` or
+    Django ``UploadedFile``).
+    """
+
+    filename: str
+    content_type: str
+    size: int
+    stream: IO[bytes]
+    original: Any = None
+
+    def read(self) -> bytes:
+        """Return the whole content, from the start."""
+        self.stream.seek(0)
+        return self.stream.read()
+
+
+def _getlist(container: Any, name: str) -> list[Any]:
+    if container is None:
+        return []
+    getlist = getattr(container, "getlist", None)
+    if getlist is not None:
+        return list(getlist(name))
+    if name not in container:
+        return []
+    value = container[name]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _stream_size(stream: Any) -> int:
+    try:
+        position = stream.tell()
+        stream.seek(0, 2)
+        size = stream.tell()
+        stream.seek(position)
+    except (AttributeError, OSError, ValueError):
+        return 0
+    return int(size)
+
+
+def _uploaded(obj: Any) -> UploadedFile | None:
+    """Normalise a framework file object; None when it is not a real upload."""
+    if isinstance(obj, UploadedFile):
+        return obj
+    if hasattr(obj, "stream") and hasattr(obj, "filename"):  # werkzeug FileStorage
+        if not obj.filename:
+            return None
+        return UploadedFile(
+            filename=str(obj.filename),
+            content_type=str(obj.content_type or "application/octet-stream"),
+            size=_stream_size(obj.stream),
+            stream=obj.stream,
+            original=obj,
+        )
+    if hasattr(obj, "chunks") and hasattr(obj, "name"):  # Django UploadedFile
+        if not obj.name:
+            return None
+        return UploadedFile(
+            filename=str(obj.name),
+            content_type=str(getattr(obj, "content_type", None) or "application/octet-stream"),
+            size=int(obj.size or 0),
+            stream=obj.file,
+            original=obj,
+        )
+    return None
+
+
+class FormData:
+    """Submitted fields and files, with ``getlist`` semantics.
+
+    Values are returned exactly as the source holds them (normally ``str``;
+    plain mappings may hold bytes or other types, which widgets reject with a
+    field error).
+    """
+
+    def __init__(
+        self,
+        method: str,
+        fields: Any = None,
+        files: Any = None,
+        request: Any = None,
+    ) -> None:
+        self.method = method.upper()
+        self.request = request
+        self._fields = fields
+        self._files = files
+
+    def getlist(self, name: str) -> list[Any]:
+        """All values submitted under *name*, in order."""
+        return _getlist(self._fields, name)
+
+    def getfiles(self, name: str) -> list[UploadedFile | None]:
+        """All uploads under *name*; None for a part that is not a file upload."""
+        return [_uploaded(f) for f in _getlist(self._files, name)]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(self.getlist(name) or self.getfiles(name))
+
+    @classmethod
+    def empty(cls) -> FormData:
+        """Nothing submitted: a GET with no data."""
+        return cls("GET")
+
+
+def _is_environ(source: Mapping[Any, Any]) -> bool:
+    return "REQUEST_METHOD" in source and "wsgi.input" in source
+
+
+def form_data(source: Any, method: str = "post") -> FormData:
+    """Build :class:`FormData` for a form with HTTP *method* from *source*.
+
+    *source* may be a werkzeug/Flask ``Request``, a Django ``HttpRequest``, a
+    WSGI environ, a :class:`FormData`, a mapping or MultiDict of submitted
+    values (taken as a POST), or None (nothing submitted).
+    """
+    get = method.lower() == "get"
+    if source is None:
+        return FormData.empty()
+    if isinstance(source, FormData):
+        return source
+    if hasattr(source, "META") and hasattr(source, "POST"):  # Django HttpRequest
+        fields = source.GET if get else source.POST
+        return FormData(source.method or "GET", fields, None if get else source.FILES, source)
+    if isinstance(source, Mapping) and _is_environ(source):
+        request = source.get("werkzeug.request")
+        if request is None:
+            from werkzeug.wrappers import Request
+
+            request = Request(source)  # registers itself in the environ for reuse
+        source = request
+    if hasattr(source, "form") and hasattr(source, "args") and hasattr(source, "method"):
+        fields = source.args if get else source.form
+        return FormData(source.method, fields, None if get else source.files, source)
+    if isinstance(source, Mapping) or hasattr(source, "getlist"):
+        return FormData("GET" if get else "POST", source, source)
+    raise TypeError(f"cannot read form data from {type(source).__name__}")
