@@ -112,16 +112,20 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
 _NUMERIC = frozenset("diouxXeEfFgG")
 _TEXT = frozenset("sra")
 _FLAGS = frozenset("#0- +")
+_INCOMPLETE_KEY = "incomplete format key"
 
 
 class _Spec:
-    __slots__ = ("key", "spec", "kind", "stars")
+    __slots__ = ("key", "spec", "kind", "stars", "error")
 
-    def __init__(self, key: str | None, spec: str, kind: str, stars: int) -> None:
+    def __init__(
+        self, key: str | None, spec: str, kind: str, stars: int, error: str | None = None
+    ) -> None:
         self.key = key
         self.spec = spec
-        self.kind = kind
+        self.kind = kind  # "" for a spec cut short before its conversion character
         self.stars = stars
+        self.error = error  # ValueError message, raised when formatting reaches this spec
 
 
 @lru_cache(maxsize=1024)
@@ -129,6 +133,9 @@ def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
     """Split *fmt* into literal text and conversion specs.
 
     The second item says whether every spec is a bare positional ``%s``.
+    A malformed spec is kept with its error and parsing stops there: the
+    error is raised when formatting reaches it, so that errors come in the
+    same order, and with the same types, as with ``str % args``.
     """
     items: list[str | _Spec] = []
     simple = True
@@ -141,10 +148,17 @@ def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
             break
         start = i
         i += 1
-        if i >= n:
-            raise ValueError("incomplete format")
+        if i < n and fmt[i] == "%":
+            # Only an immediate "%%" is a literal percent, as with str.
+            items.append(fmt[literal_start:start] + "%")
+            i += 1
+            literal_start = i
+            continue
+        if fmt[literal_start:start]:
+            items.append(fmt[literal_start:start])
+        literal_start = n
         key = None
-        if fmt[i] == "(":
+        if i < n and fmt[i] == "(":
             depth = 1
             j = i + 1
             while j < n and depth:
@@ -154,7 +168,8 @@ def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
                     depth -= 1
                 j += 1
             if depth:
-                raise ValueError("incomplete format key")
+                items.append(_Spec(None, "", "", 0, _INCOMPLETE_KEY))
+                return tuple(items), False
             key = fmt[i + 1 : j - 1]
             i = j
         spec_start = i
@@ -178,25 +193,18 @@ def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
         while i < n and fmt[i] in "hlL":
             i += 1
         if i >= n:
-            raise ValueError("incomplete format")
+            items.append(_Spec(key, "", "", stars, "incomplete format"))
+            return tuple(items), False
         kind = fmt[i]
         i += 1
-        if kind == "%":
-            # A "%%" (with or without anything between) is a literal percent.
-            items.append(fmt[literal_start:start] + "%")
-            literal_start = i
-            continue
-        if kind not in _NUMERIC and kind not in _TEXT and kind != "c":
-            raise ValueError(
-                f"unsupported format character {kind!r} ({ord(kind):#x}) at index {i - 1}"
-            )
-        if fmt[literal_start:start]:
-            items.append(fmt[literal_start:start])
         literal_start = i
         spec = "%" + fmt[spec_start:i]
+        error = None
+        if kind not in _NUMERIC and kind not in _TEXT and kind != "c":
+            error = f"unsupported format character {kind!r} ({ord(kind):#x}) at index {i - 1}"
         if key is not None or spec != "%s":
             simple = False
-        items.append(_Spec(key, spec, kind, stars))
+        items.append(_Spec(key, spec, kind, stars, error))
     if fmt[literal_start:]:
         items.append(fmt[literal_start:])
     return tuple(items), simple
@@ -214,13 +222,14 @@ def _format_one(spec: _Spec, star_args: list[Any], value: Any) -> str:
 
 
 def format_mod(fmt: str, arg: Any) -> str:
-    """``fmt % arg`` with every text conversion escaped; returns markup as str."""
+    """``fmt % arg`` with every text conversion escaped; returns markup as str.
+
+    Errors follow ``str``: same exception types, raised in the same order.
+    """
     items, simple = _parse_format(fmt)
     is_tuple = isinstance(arg, tuple)
     args = arg if is_tuple else (arg,)
-    if simple:
-        if len(args) != sum(1 for item in items if type(item) is _Spec):
-            return str.__mod__(fmt, args)  # let str report the count mismatch
+    if simple and len(args) == sum(1 for item in items if type(item) is _Spec):
         values = iter(args)
         return "".join(
             [item if type(item) is str else markup_of(next(values)) for item in items]
@@ -234,21 +243,36 @@ def format_mod(fmt: str, arg: Any) -> str:
         if type(item) is str:
             out.append(item)
             continue
-        star_args = []
-        for _ in range(item.stars):
-            if index >= len(args):
-                raise TypeError("not enough arguments for format string")
-            star_args.append(args[index])
-            index += 1
-        if item.key is not None:
+        if item.key is not None or item.error == _INCOMPLETE_KEY:
             if mapping is None:
                 raise TypeError("format requires a mapping")
-            value = mapping[item.key]
+            if item.key is None:
+                raise ValueError(item.error)
+            # As with str, a keyed spec takes its value (and any "*") from the
+            # mapping and uses up the positional arguments.
+            source = (mapping[item.key],)
+            pos = 0
+            index = len(args)
         else:
-            if index >= len(args):
+            source = args
+            pos = index
+        star_args = []
+        for _ in range(item.stars):
+            if pos >= len(source):
                 raise TypeError("not enough arguments for format string")
-            value = args[index]
-            index += 1
+            if not isinstance(source[pos], int):
+                raise TypeError("* wants int")
+            star_args.append(source[pos])
+            pos += 1
+        if not item.kind:
+            raise ValueError(item.error)
+        if pos >= len(source):
+            raise TypeError("not enough arguments for format string")
+        value = source[pos]
+        if item.key is None:
+            index = pos + 1
+        if item.error is not None:
+            raise ValueError(item.error)
         out.append(_format_one(item, star_args, value))
     if mapping is None and index < len(args):
         raise TypeError("not all arguments converted during string formatting")

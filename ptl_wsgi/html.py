@@ -9,6 +9,7 @@ share one definition of the less frequent str methods.
 
 from __future__ import annotations
 
+import copyreg
 import os
 from collections.abc import Iterable
 from functools import cache
@@ -35,6 +36,10 @@ def _escape_args(markup_of: Any, args: Iterable[Any]) -> list[Any]:
     return [markup_of(a) if isinstance(a, str) or hasattr(a, "__html__") else a for a in args]
 
 
+def _escape_kwargs(markup_of: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return dict(zip(kwargs, _escape_args(markup_of, kwargs.values()), strict=True))
+
+
 def _build(twin: ModuleType) -> SimpleNamespace:
     """Build the htmltext class on *twin*'s base and collect the twin's API."""
     markup_of = twin.markup_of
@@ -43,11 +48,24 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         str_method = getattr(str, name)
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = str_method(self, *_escape_args(markup_of, args), **kwargs)
-            return str.__new__(type(self), result)
+            args, kwargs = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
+            return str.__new__(type(self), str_method(self, *args, **kwargs))
 
         method.__name__ = name
         method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; returns htmltext."
+        return method
+
+    def _wrap_strip(name: str) -> Any:
+        # The argument is a set of characters, not text: escaping it would strip
+        # the letters of entities ("&lt;" -> "&l").  Stripping trusted markup
+        # leaves trusted markup, so the characters are used as given (as Markup does).
+        str_method = getattr(str, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return str.__new__(type(self), str_method(self, *args, **kwargs))
+
+        method.__name__ = name
+        method.__doc__ = f"Like :meth:`str.{name}`; returns htmltext."
         return method
 
     def _wrap_parts(name: str) -> Any:
@@ -55,12 +73,28 @@ def _build(twin: ModuleType) -> SimpleNamespace:
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             cls = type(self)
-            parts = str_method(self, *_escape_args(markup_of, args), **kwargs)
+            args, kwargs = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
+            parts = str_method(self, *args, **kwargs)
             return type(parts)(str.__new__(cls, p) for p in parts)
 
         method.__name__ = name
         method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; parts are htmltext."
         return method
+
+    twin_name = "c" if twin.__name__.endswith("_c") else "python"
+
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
+        if type(self) is not cls:
+            # A subclass pickles by reference, like any str subclass.
+            if protocol >= 2:
+                return str.__reduce_ex__(self, protocol)
+            # (copyreg's protocol 0/1 path would pickle a C base instance.)
+            state = getattr(self, "__dict__", None) or None
+            return (copyreg.__newobj__, (type(self), str(self)), state)
+        if _active is not None and cls is _active.htmltext:
+            return (_unpickle, (str(self),))
+        # The other twin's class (tests, benchmarks): keep it on the round trip.
+        return (_unpickle, (str(self), twin_name))
 
     namespace: dict[str, Any] = {
         "__slots__": (),
@@ -72,21 +106,23 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext."
         ),
         "__repr__": lambda self: f"{type(self).__name__}({str.__repr__(self)})",
-        "__reduce__": lambda self: (_unpickle, (str(self),)),
+        "__reduce_ex__": __reduce_ex__,
     }
     for name in (
-        "capitalize", "casefold", "center", "expandtabs", "ljust", "lower", "lstrip",
-        "removeprefix", "removesuffix", "replace", "rjust", "rstrip", "strip",
+        "capitalize", "casefold", "center", "expandtabs", "ljust", "lower",
+        "removeprefix", "removesuffix", "replace", "rjust",
         "swapcase", "title", "upper", "zfill",
     ):  # fmt: skip
         namespace[name] = _wrap_text(name)
+    for name in ("lstrip", "rstrip", "strip"):
+        namespace[name] = _wrap_strip(name)
     for name in ("partition", "rpartition", "rsplit", "split", "splitlines"):
         namespace[name] = _wrap_parts(name)
     cls = type("htmltext", (twin.HtmlTextBase,), namespace)
     cls.__qualname__ = "htmltext"
     twin.register(cls)
     return SimpleNamespace(
-        name="c" if twin.__name__.endswith("_c") else "python",
+        name=twin_name,
         module=twin,
         htmltext=cls,
         htmlescape=twin.htmlescape,
@@ -110,6 +146,7 @@ def _load_c() -> tuple[ModuleType | None, str]:
 
 
 _c_twin, ACCELERATOR_STATUS = _load_c()
+_active: SimpleNamespace | None = None
 
 
 @cache
@@ -141,7 +178,12 @@ plain_join = _active.plain_join
 format_field = _active.format_field
 
 
-def _unpickle(text: str) -> Any:
+def _unpickle(text: str, twin: str | None = None) -> Any:
     # Pickles name this function, not a twin's class, so they load in any process.
+    if twin is not None and twin != IMPLEMENTATION:
+        try:
+            return implementation(twin).htmltext(text)
+        except ImportError:
+            pass
     return htmltext(text)
 

@@ -1,0 +1,495 @@
+"""Property tests: the C twin behaves exactly like the Python reference.
+
+The differential tests (``twins`` fixture, skipped while the accelerator is
+not built) run each operation on both twins with the same random inputs and
+require the same outcome: the same value and type name, or the same exception
+type.  Inputs are described abstractly (``("ht", text)``, ``("int", 3)``, ...)
+and built separately for each twin, so that each one gets its own htmltext.
+
+The properties at the end need no second twin: agreement with
+``html.escape`` and ``str % args``, and that text from an untrusted input
+never reaches the output as markup.
+
+Hypothesis runs derandomized (profile "ci" in conftest.py).
+"""
+
+from __future__ import annotations
+
+import html
+import pickle
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markupsafe import Markup
+
+DIFF = settings(max_examples=200)
+PROPERTY = settings(max_examples=200)
+
+# -- random text of all three str kinds ------------------------------------------
+
+SPECIAL = list("&<>\"'%{}")
+latin1 = st.characters(min_codepoint=0x20, max_codepoint=0xFF)
+bmp = st.characters(min_codepoint=0x100, max_codepoint=0xFFFF, exclude_categories=("Cs",))
+astral = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, exclude_categories=("Cs",))
+chars = st.one_of(st.sampled_from(SPECIAL), latin1, bmp, astral)
+texts = st.text(chars, max_size=16)
+# Texts of one guaranteed kind, each with markup characters, for the escape tests.
+kind_texts = st.one_of(
+    st.text(st.one_of(st.sampled_from(SPECIAL), latin1), max_size=40),
+    st.text(st.one_of(st.sampled_from(SPECIAL), latin1, bmp), max_size=40),
+    st.text(st.one_of(st.sampled_from(SPECIAL), latin1, astral), max_size=40),
+)
+
+# -- abstract values, built per twin -------------------------------------------------
+
+
+class HtmlObject:
+    """Trusted markup from elsewhere: anything with ``__html__``."""
+
+    def __init__(self, markup: str) -> None:
+        self.markup = markup
+
+    def __html__(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return f"HtmlObject({self.markup!r})"
+
+
+class PlainObject:
+    """An untrusted non-str whose str() and repr() are the random text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"PlainObject({self.text!r})"
+
+
+class Text(str):
+    """A str subclass without ``__html__``: untrusted."""
+
+
+def leaf_values(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[tuple]:
+    return st.one_of(
+        text_strategy.map(lambda s: ("str", s)),
+        text_strategy.map(lambda s: ("ht", s)),
+        text_strategy.map(lambda s: ("markup", s)),
+        text_strategy.map(lambda s: ("obj", s)),
+        text_strategy.map(lambda s: ("plain", s)),
+        text_strategy.map(lambda s: ("strsub", s)),
+        st.integers(-300, 0x110005).map(lambda n: ("int", n)),
+        st.sampled_from([0, 1, 38, 39, 60, 62, 0x1F600]).map(lambda n: ("int", n)),
+        st.floats(allow_nan=True, allow_infinity=True).map(lambda f: ("float", f)),
+        st.just(("none",)),
+        st.booleans().map(lambda b: ("bool", b)),
+    )
+
+
+KEYS = st.sampled_from(["a", "b", "", "0", "<k>"])
+leaves = leaf_values(texts)
+values = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(lambda items: ("tuple", items)),
+        st.lists(inner, max_size=3).map(lambda items: ("list", items)),
+        st.dictionaries(KEYS, inner, max_size=3).map(lambda d: ("dict", d)),
+    ),
+    max_leaves=6,
+)
+
+
+def build(desc: tuple, impl: Any) -> Any:
+    """The concrete value described by *desc*, using *impl*'s htmltext."""
+    kind = desc[0]
+    if kind == "str":
+        return desc[1]
+    if kind == "ht":
+        return impl.htmltext(desc[1])
+    if kind == "markup":
+        return Markup(desc[1])
+    if kind == "obj":
+        return HtmlObject(desc[1])
+    if kind == "plain":
+        return PlainObject(desc[1])
+    if kind == "strsub":
+        return Text(desc[1])
+    if kind in ("int", "float", "bool"):
+        return desc[1]
+    if kind == "none":
+        return None
+    if kind == "tuple":
+        return tuple(build(d, impl) for d in desc[1])
+    if kind == "list":
+        return [build(d, impl) for d in desc[1]]
+    if kind == "dict":
+        return {k: build(d, impl) for k, d in desc[1].items()}
+    raise AssertionError(desc)
+
+
+def describe(result: Any) -> Any:
+    """A comparable summary of a result: type names and text, recursively."""
+    if isinstance(result, (list, tuple)):
+        return (type(result).__name__, [describe(x) for x in result])
+    return (type(result).__name__, str(result))
+
+
+def outcome(operation: Any, impl: Any) -> Any:
+    try:
+        return describe(operation(impl))
+    except Exception as exc:
+        return ("raises", type(exc).__name__)
+
+
+def assert_same(twins: tuple, operation: Any) -> None:
+    python, c = twins
+    expected = outcome(operation, python)
+    assert outcome(operation, c) == expected
+
+
+# -- format strings ----------------------------------------------------------------
+
+PERCENT_TOKENS = [
+    "%s", "%r", "%a", "%d", "%i", "%5s", "%-3s", "%.2s", "%.2f", "%x", "%#X", "%o", "%e",
+    "%g", "%c", "%3c", "%%", "%(a)s", "%(b)r", "%(<k>)d", "%()s", "%*s", "%.*s", "%-*.*s",
+    "%", "%(", "%(a", "%y", "%5%", "%ld", "%05d", "%+d",
+]  # fmt: skip
+percent_formats = st.lists(st.one_of(st.sampled_from(PERCENT_TOKENS), texts), max_size=5).map(
+    "".join
+)
+BRACE_TOKENS = [
+    "{}", "{0}", "{1}", "{a}", "{b}", "{0!r}", "{0!s:>5}", "{a!a}", "{:>4}", "{0[0]}",
+    "{0[a]}", "{a.real}", "{{", "}}", "{", "}", "{0:.2}", "{:x}", "{0:{1}}", "{:*^7}",
+    "{!z}", "{:d}", "{0.__class__}",
+]  # fmt: skip
+brace_formats = st.lists(st.one_of(st.sampled_from(BRACE_TOKENS), texts), max_size=5).map("".join)
+SPECS = ["", ">5", "<3", "^7", "*^9", ".2", ".2f", "x", "#x", ",", "d", "05", "+", "!", "%"]
+specs = st.one_of(st.sampled_from(SPECS), texts)
+CONVERSIONS = [-1, ord("s"), ord("r"), ord("a")]
+counts = st.one_of(
+    st.integers(-2, 6).map(lambda n: ("int", n)),
+    st.sampled_from([("float", 2.0), ("str", "2"), ("none",), ("bool", True)]),
+)
+
+
+# -- differential tests: C against Python ----------------------------------------------
+
+
+@DIFF
+@given(kind_texts)
+def test_escape_str(twins, text):
+    assert_same(twins, lambda impl: impl.escape_str(text))
+
+
+@DIFF
+@given(values)
+def test_htmlescape(twins, value):
+    assert_same(twins, lambda impl: impl.htmlescape(build(value, impl)))
+
+
+@DIFF
+@given(values)
+def test_markup_of(twins, value):
+    assert_same(twins, lambda impl: impl.module.markup_of(build(value, impl)))
+
+
+@DIFF
+@given(values)
+def test_construct_and_stringify(twins, value):
+    assert_same(twins, lambda impl: impl.htmltext(build(value, impl)))
+    assert_same(twins, lambda impl: impl.stringify(build(value, impl)))
+
+
+@DIFF
+@given(texts, values)
+def test_add_both_orders(twins, text, value):
+    assert_same(twins, lambda impl: impl.htmltext(text) + build(value, impl))
+    assert_same(twins, lambda impl: build(value, impl) + impl.htmltext(text))
+
+
+@DIFF
+@given(texts, counts)
+def test_multiply_both_orders(twins, text, count):
+    assert_same(twins, lambda impl: impl.htmltext(text) * build(count, impl))
+    assert_same(twins, lambda impl: build(count, impl) * impl.htmltext(text))
+
+
+@DIFF
+@given(percent_formats, values)
+def test_percent_format(twins, fmt, arg):
+    assert_same(twins, lambda impl: impl.htmltext(fmt) % build(arg, impl))
+
+
+@DIFF
+@given(
+    percent_formats,
+    st.one_of(
+        st.lists(leaves, max_size=4).map(lambda items: ("tuple", items)),
+        st.dictionaries(KEYS, leaves, max_size=4).map(lambda d: ("dict", d)),
+    ),
+)
+def test_percent_format_with_tuples_and_mappings(twins, fmt, arg):
+    assert_same(twins, lambda impl: impl.htmltext(fmt) % build(arg, impl))
+
+
+@DIFF
+@given(brace_formats, st.lists(values, max_size=3), st.dictionaries(KEYS, values, max_size=3))
+def test_format_and_format_map(twins, fmt, args, kwargs):
+    def call(impl):
+        return impl.htmltext(fmt).format(
+            *[build(a, impl) for a in args], **{k: build(v, impl) for k, v in kwargs.items()}
+        )
+
+    assert_same(twins, call)
+    assert_same(
+        twins,
+        lambda impl: impl.htmltext(fmt).format_map({k: build(v, impl) for k, v in kwargs.items()}),
+    )
+
+
+@DIFF
+@given(texts, st.lists(values, max_size=5))
+def test_join(twins, separator, items):
+    assert_same(twins, lambda impl: impl.htmltext(separator).join([build(i, impl) for i in items]))
+
+
+@DIFF
+@given(st.booleans(), st.lists(st.tuples(st.sampled_from(["iadd", "call"]), values), max_size=8))
+def test_template_io(twins, html_mode, steps):
+    def run(impl):
+        out = impl.TemplateIO(html=html_mode)
+        values_so_far = []
+        for how, desc in steps:
+            if how == "iadd":
+                out += build(desc, impl)
+            else:
+                out(build(desc, impl))
+            values_so_far.append(describe(out.getvalue()))
+        return (values_so_far, str(out))
+
+    python, c = twins
+    assert repr(outcome(run, c)) == repr(outcome(run, python))
+
+
+@DIFF
+@given(st.lists(st.one_of(values, st.just(("none",))), max_size=6))
+def test_html_join_and_plain_join(twins, parts):
+    assert_same(twins, lambda impl: impl.html_join([build(p, impl) for p in parts]))
+    assert_same(twins, lambda impl: impl.plain_join(iter([build(p, impl) for p in parts])))
+
+
+@DIFF
+@given(values, st.sampled_from(CONVERSIONS), specs)
+def test_format_field(twins, value, conversion, spec):
+    assert_same(twins, lambda impl: impl.format_field(build(value, impl), conversion, spec))
+
+
+widths = st.integers(-2, 30).map(lambda n: ("int", n))
+short_texts = st.text(chars, max_size=2)
+text_args = st.one_of(leaves, st.just(("none",)))
+METHOD_CALLS = st.one_of(
+    st.tuples(
+        st.sampled_from(
+            [
+                "upper",
+                "lower",
+                "title",
+                "capitalize",
+                "swapcase",
+                "casefold",
+                "strip",
+                "lstrip",
+                "rstrip",
+                "splitlines",
+                "split",
+                "rsplit",
+            ]
+        ),
+        st.just([]),
+    ),
+    st.tuples(st.sampled_from(["strip", "lstrip", "rstrip"]), st.lists(text_args, max_size=1)),
+    st.tuples(st.just("replace"), st.tuples(leaves, leaves).map(list)),
+    st.tuples(st.just("replace"), st.tuples(leaves, leaves, widths).map(list)),
+    st.tuples(
+        st.sampled_from(["center", "ljust", "rjust"]),
+        st.tuples(widths, short_texts.map(lambda s: ("str", s))).map(list),
+    ),
+    st.tuples(
+        st.sampled_from(["center", "ljust", "rjust", "zfill", "expandtabs"]),
+        st.tuples(widths).map(list),
+    ),
+    st.tuples(
+        st.sampled_from(["removeprefix", "removesuffix", "partition", "rpartition"]),
+        st.tuples(leaves).map(list),
+    ),
+    st.tuples(st.sampled_from(["split", "rsplit"]), st.tuples(text_args, widths).map(list)),
+    st.tuples(st.just("splitlines"), st.tuples(st.booleans().map(lambda b: ("bool", b))).map(list)),
+)
+
+
+@DIFF
+@given(texts, METHOD_CALLS)
+def test_wrapped_str_methods(twins, text, call):
+    name, args = call
+    assert_same(
+        twins, lambda impl: getattr(impl.htmltext(text), name)(*[build(a, impl) for a in args])
+    )
+
+
+# -- properties of each twin --------------------------------------------------------------
+
+
+@PROPERTY
+@given(kind_texts)
+def test_htmlescape_is_html_escape(impl, text):
+    result = impl.htmlescape(text)
+    assert type(result) is impl.htmltext
+    assert str(result) == html.escape(text, quote=True)
+    assert impl.escape_str(text) == html.escape(text, quote=True)
+
+
+@PROPERTY
+@given(kind_texts)
+def test_escaping_is_idempotent_on_htmltext(impl, text):
+    once = impl.htmlescape(text)
+    assert str(impl.htmlescape(once)) == str(once)
+    assert str(impl.htmlescape(Markup(once))) == str(once)
+
+
+@PROPERTY
+@given(percent_formats.filter(lambda f: not set(f) & set("&<>\"'")), values)
+def test_percent_format_agrees_with_str(impl, fmt, arg):
+    """Same exception type as ``str % args``; else the same text, escaped piece by piece.
+
+    Values are built with the twin's htmltext, so markup arguments are excluded
+    from the text comparison (they are kept, not escaped).
+    """
+    value = build(arg, impl)
+    try:
+        expected: Any = fmt % value
+    except Exception as exc:
+        expected = exc
+    try:
+        result = impl.htmltext(fmt) % value
+    except Exception as exc:
+        assert isinstance(expected, Exception), f"str gave {expected!r}, htmltext raised {exc!r}"
+        assert type(exc) is type(expected)
+        return
+    assert not isinstance(expected, Exception), f"str raised {expected!r}, htmltext gave {result!r}"
+    assert type(result) is impl.htmltext
+    if not _has_markup(arg):
+        assert str(result) == html.escape(expected, quote=True)
+
+
+# "{0.__class__}" is left out: the class of a markup value has an unbound __html__.
+str_like_brace_formats = st.lists(
+    st.one_of(st.sampled_from([t for t in BRACE_TOKENS if "__" not in t]), texts), max_size=5
+).map("".join)
+
+
+@PROPERTY
+@given(
+    str_like_brace_formats.filter(lambda f: not set(f) & set("&<>\"'")),
+    st.lists(values.filter(lambda d: not _has_markup(d)), max_size=3),
+)
+def test_format_errors_agree_with_str(impl, fmt, args):
+    """Untrusted arguments: the same exception type as ``str.format``.
+
+    (Markup arguments are formatted by their own ``__html_format__``, which may
+    refuse a spec where str would not.)
+    """
+    try:
+        fmt.format(*[build(a, impl) for a in args])
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            impl.htmltext(fmt).format(*[build(a, impl) for a in args])
+
+
+def _has_markup(desc: tuple) -> bool:
+    if desc[0] in ("ht", "markup", "obj"):
+        return True
+    if desc[0] in ("tuple", "list"):
+        return any(_has_markup(d) for d in desc[1])
+    if desc[0] == "dict":
+        return any(_has_markup(d) for d in desc[1].values())
+    return False
+
+
+# Trusted text never contains "<"; untrusted input always does.
+trusted = st.text(chars.filter(lambda c: c != "<"), max_size=12)
+untrusted_text = st.builds(lambda a, b: a + "<" + b, texts, texts)
+untrusted = st.recursive(
+    st.one_of(
+        untrusted_text.map(lambda s: ("str", s)),
+        untrusted_text.map(lambda s: ("plain", s)),
+        untrusted_text.map(lambda s: ("strsub", s)),
+        st.just(("int", ord("<"))),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda items: ("tuple", items)),
+        st.dictionaries(KEYS, inner, min_size=1, max_size=3).map(lambda d: ("dict", d)),
+    ),
+    max_leaves=4,
+)
+trusted_percent = st.lists(
+    st.one_of(st.sampled_from([t for t in PERCENT_TOKENS if "<" not in t]), trusted), max_size=4
+).map("".join)
+trusted_braces = st.lists(
+    st.one_of(st.sampled_from([t for t in BRACE_TOKENS if "<" not in t]), trusted), max_size=4
+).map("".join)
+trusted_specs = st.one_of(st.sampled_from([s for s in SPECS if "<" not in s]), trusted)
+
+
+def no_untrusted_markup(operation: Any) -> None:
+    """*operation*'s result (if it does not raise) holds no "<": none was trusted."""
+    try:
+        result = operation()
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
+        return
+    parts = result if isinstance(result, (list, tuple)) else [result]
+    for part in parts:
+        assert "<" not in str(part), result
+
+
+@PROPERTY
+@given(trusted, untrusted, trusted_percent, trusted_braces)
+def test_untrusted_input_never_becomes_markup(impl, safe, bad, percent_fmt, brace_fmt):
+    ht = impl.htmltext(safe)
+    value = build(bad, impl)
+    no_untrusted_markup(lambda: ht + value)
+    no_untrusted_markup(lambda: value + ht)
+    no_untrusted_markup(lambda: impl.htmltext(percent_fmt) % value)
+    no_untrusted_markup(lambda: impl.htmltext(brace_fmt).format(value, value, a=value, b=value))
+    no_untrusted_markup(lambda: impl.htmltext(brace_fmt).format_map({"a": value, "b": value}))
+    no_untrusted_markup(lambda: ht.join([value, value]))
+    no_untrusted_markup(lambda: impl.htmlescape(value))
+    no_untrusted_markup(lambda: impl.html_join([ht, value, None]))
+    no_untrusted_markup(lambda: ht.replace(safe[:1], value))
+    for conversion in CONVERSIONS:
+        no_untrusted_markup(lambda: impl.format_field(value, conversion, ""))  # noqa: B023
+    out = impl.TemplateIO(html=True)
+    out += ht
+    out += value
+    out(value)
+    no_untrusted_markup(out.getvalue)
+
+
+@PROPERTY
+@given(trusted, untrusted, trusted_specs, st.sampled_from(CONVERSIONS))
+def test_format_field_never_trusts_untrusted_input(impl, safe, bad, spec, conversion):
+    value = build(bad, impl)
+    no_untrusted_markup(lambda: impl.format_field(value, conversion, spec))
+    no_untrusted_markup(lambda: impl.htmltext(safe + "{0:" + spec + "}").format(value))
+
+
+@PROPERTY
+@given(texts, st.integers(0, pickle.HIGHEST_PROTOCOL))
+def test_pickle_round_trip(impl, text, protocol):
+    loaded = pickle.loads(pickle.dumps(impl.htmltext(text), protocol))
+    assert type(loaded) is impl.htmltext
+    assert loaded == text
