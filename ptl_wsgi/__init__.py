@@ -7,6 +7,7 @@ Django or werkzeug.
 
 from __future__ import annotations
 
+from ptl_wsgi.compiler import compile_ptl, parse_ptl
 from ptl_wsgi.html import (
     ACCELERATOR_STATUS,
     IMPLEMENTATION,
@@ -15,6 +16,7 @@ from ptl_wsgi.html import (
     htmltext,
     stringify,
 )
+from ptl_wsgi.importer import install
 
 __version__ = "0.1.0"
 
@@ -23,7 +25,10 @@ __all__ = [
     "IMPLEMENTATION",
     "TemplateIO",
     "__version__",
+    "compile_ptl",
     "htmlescape",
     "htmltext",
+    "install",
+    "parse_ptl",
     "stringify",
 ]

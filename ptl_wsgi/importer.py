@@ -1,0 +1,233 @@
+"""Importing ``.ptl`` modules: a meta-path finder, a loader and a bytecode cache.
+
+``install()`` puts :class:`PtlFinder` on ``sys.meta_path`` just before the
+standard ``PathFinder``, so ``import pkg.mod`` finds ``pkg/mod.ptl`` on
+``sys.path`` or a package's ``__path__``.  A directory holding both
+``mod.ptl`` and another module of the same name (``mod.py``, ``mod.so``, a
+``mod/`` package) is an error rather than a silent choice.
+
+Compiled code is cached in ``__pycache__/<name>.<cache_tag>-ptl_wsgi-<COMPILER_VERSION>.pyc``
+(``.opt-N`` appended under ``-O``), a name no Python source file can collide
+with.  The header records the source's size and mtime in nanoseconds.  The
+cache belongs to ptl_wsgi and is used even when ``sys.dont_write_bytecode``
+is set; where it cannot be written (read-only tree), modules compile in memory.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import marshal
+import os
+import struct
+import sys
+from collections.abc import Sequence
+from types import CodeType, ModuleType
+
+from ptl_wsgi import compiler
+
+__all__ = [
+    "PtlFinder",
+    "PtlLoader",
+    "cache_path",
+    "install",
+    "load_module_from_path",
+    "precompile",
+]
+
+SUFFIX = ".ptl"
+_MAGIC = importlib.util.MAGIC_NUMBER + b"PTL\0"
+_HEADER = struct.Struct("<8sqq")  # magic, source mtime_ns, source size
+
+
+def cache_path(source_path: str) -> str | None:
+    """The bytecode cache file for *source_path*, or None if this Python has no cache tag."""
+    directory, filename = os.path.split(source_path)
+    stem = filename[: -len(SUFFIX)] if filename.endswith(SUFFIX) else filename
+    try:
+        # Borrow Python's own rules for where __pycache__ is (sys.pycache_prefix).
+        python_cache = importlib.util.cache_from_source(os.path.join(directory, stem + ".py"))
+    except NotImplementedError:
+        return None
+    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{compiler.COMPILER_VERSION}"
+    if sys.flags.optimize:
+        tag += f".opt-{sys.flags.optimize}"
+    return os.path.join(os.path.dirname(python_cache), f"{stem}.{tag}.pyc")
+
+
+def _relocate(code: CodeType, filename: str) -> CodeType:
+    """*code* with *filename* as its file, so a moved tree keeps working tracebacks."""
+    if code.co_filename == filename:
+        return code
+    consts = tuple(_relocate(c, filename) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _read_cache(path: str, stat: os.stat_result) -> CodeType | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        magic, mtime_ns, size = _HEADER.unpack_from(data)
+        if (magic, mtime_ns, size) != (_MAGIC, stat.st_mtime_ns, stat.st_size):
+            return None
+        code = marshal.loads(memoryview(data)[_HEADER.size :])
+    except (OSError, struct.error, EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, CodeType) else None
+
+
+def _write_cache(path: str, stat: os.stat_result, code: CodeType) -> None:
+    """Write *code* to *path* atomically; raises OSError when that is impossible."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    data = _HEADER.pack(_MAGIC, stat.st_mtime_ns, stat.st_size) + marshal.dumps(code)
+    # A unique temporary name in the same directory, then an atomic rename.
+    temp = f"{path}.{os.getpid()}-{id(data):x}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (stat.st_mode & 0o666) | 0o200)
+    try:
+        with open(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+class PtlLoader(importlib.machinery.SourceFileLoader):
+    """Loads a ``.ptl`` file; ``get_source``/``get_data`` come from SourceFileLoader."""
+
+    def source_to_code(self, data: bytes | str, path: str, *, _optimize: int = -1) -> CodeType:
+        """Compile PTL source *data* (bytes or str) read from *path*."""
+        return compiler.compile_ptl(data, path)
+
+    def get_code(self, fullname: str) -> CodeType:
+        """The module's code, from the cache when it is fresh, else compiled (and cached)."""
+        source_path = self.get_filename(fullname)
+        stat = os.stat(source_path)
+        cache = cache_path(source_path)
+        if cache is not None:
+            code = _read_cache(cache, stat)
+            if code is not None:
+                return _relocate(code, source_path)
+        code = self.source_to_code(self.get_data(source_path), source_path)
+        if cache is not None:
+            try:
+                _write_cache(cache, stat, code)
+            except OSError:
+                pass  # a read-only tree: compile in memory on every import
+        return code
+
+
+def _spec(fullname: str, path: str) -> importlib.machinery.ModuleSpec:
+    spec = importlib.machinery.ModuleSpec(fullname, PtlLoader(fullname, path), origin=path)
+    spec.has_location = True
+    spec.cached = cache_path(path)
+    return spec
+
+
+class PtlFinder:
+    """Finds ``name.ptl`` modules on ``sys.path`` and package ``__path__`` lists."""
+
+    def __init__(self) -> None:
+        self._listings: dict[str, tuple[int, frozenset[str]]] = {}
+
+    def invalidate_caches(self) -> None:
+        """Forget directory listings (called by ``importlib.invalidate_caches()``)."""
+        self._listings.clear()
+
+    def _listing(self, directory: str) -> frozenset[str]:
+        # Like FileFinder: one stat per lookup, a listdir only when the directory changed.
+        try:
+            mtime = os.stat(directory).st_mtime_ns
+        except OSError:
+            return frozenset()
+        cached = self._listings.get(directory)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        try:
+            names = frozenset(os.listdir(directory))
+        except OSError:
+            names = frozenset()
+        self._listings[directory] = (mtime, names)
+        return names
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """Spec for ``fullname`` if the first path entry that defines it holds a .ptl."""
+        filename = fullname.rpartition(".")[2] + SUFFIX
+        entries = [e for e in (sys.path if path is None else path) if isinstance(e, str)]
+        for index, entry in enumerate(entries):
+            if filename in self._listing(entry or "."):
+                # A module that an earlier entry defines wins, as it would without PTL.
+                if index and _found_elsewhere(fullname, entries[:index]):
+                    return None
+                return _checked_spec(fullname, os.path.abspath(os.path.join(entry, filename)))
+        return None
+
+
+def _checked_spec(fullname: str, ptl_path: str) -> importlib.machinery.ModuleSpec:
+    other = _found_elsewhere(fullname, [os.path.dirname(ptl_path)])
+    if other is not None:
+        raise ImportError(
+            f"cannot import {fullname!r}: both {other} and {ptl_path} define it; "
+            "rename or remove one",
+            name=fullname,
+            path=ptl_path,
+        )
+    return _spec(fullname, ptl_path)
+
+
+def _found_elsewhere(fullname: str, entries: list[str]) -> str | None:
+    """The origin of a non-PTL module or regular package *entries* define, if any."""
+    spec = importlib.machinery.PathFinder.find_spec(fullname, entries)
+    if spec is None or spec.loader is None or spec.origin is None:
+        return None  # nothing, or only a namespace-package portion
+    return spec.origin
+
+
+def install() -> None:
+    """Make ``.ptl`` files importable (idempotent)."""
+    if any(isinstance(finder, PtlFinder) for finder in sys.meta_path):
+        return
+    for index, finder in enumerate(sys.meta_path):
+        if finder is importlib.machinery.PathFinder:
+            sys.meta_path.insert(index, PtlFinder())
+            return
+    sys.meta_path.append(PtlFinder())
+
+
+def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> ModuleType:
+    """Import the .ptl file at *path* as *module_name* (added to ``sys.modules``).
+
+    Uses the same bytecode cache as ``import``; the finder need not be installed.
+    """
+    spec = _spec(module_name, os.path.abspath(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if sys.modules.get(module_name) is module:
+            del sys.modules[module_name]
+        raise
+    return module
+
+
+def precompile(source_path: str | os.PathLike[str]) -> str:
+    """Compile *source_path* into its cache file and return that file's path.
+
+    Raises SyntaxError for invalid PTL and OSError when the cache cannot be written.
+    """
+    source_path = os.path.abspath(source_path)
+    cache = cache_path(source_path)
+    if cache is None:
+        raise OSError("this Python has no bytecode cache (sys.implementation.cache_tag is None)")
+    stat = os.stat(source_path)
+    with open(source_path, "rb") as f:
+        code = compiler.compile_ptl(f.read(), source_path)
+    _write_cache(cache, stat, code)
+    return cache

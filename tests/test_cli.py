@@ -1,0 +1,117 @@
+"""``ptl-wsgi compile``, ``check`` and ``show``, run as ``python -m ptl_wsgi``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from ptl_helpers import subprocess_env, write_files
+
+from ptl_wsgi.importer import cache_path
+
+GOOD = "def page [html] (x):\n    '<p>'\n    x\n"
+
+
+def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ptl_wsgi", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        cwd=cwd,
+    )
+
+
+def test_compile_writes_every_cache(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {"a.ptl": GOOD, "pkg/b.ptl": GOOD, "pkg/c.py": "", ".hidden/d.ptl": GOOD},
+    )
+    result = run("compile", tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ("a.ptl", "pkg/b.ptl"):
+        cache = cache_path(str(tmp_path / name))
+        assert cache is not None and Path(cache).is_file()
+        assert f"{tmp_path / name} -> {cache}" in result.stdout
+    assert not (tmp_path / ".hidden" / "__pycache__").exists()
+    assert len(list((tmp_path / "pkg" / "__pycache__").iterdir())) == 1
+
+
+def test_compile_quiet_and_errors(tmp_path: Path) -> None:
+    write_files(tmp_path, {"ok.ptl": GOOD, "bad.ptl": "def f [html] ():\n    return 1\n"})
+    result = run("compile", "-q", tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"{tmp_path / 'bad.ptl'}:2:5: 'return' with a value in a template; a template "
+        "returns its output (use a bare 'return' to stop early)"
+    ]
+    assert Path(cache_path(str(tmp_path / "ok.ptl")) or "").is_file()
+
+
+def test_compile_reports_unwritable_cache(tmp_path: Path) -> None:
+    write_files(tmp_path, {"__pycache__": "a file, not a directory", "ok.ptl": GOOD})
+    result = run("compile", tmp_path / "ok.ptl")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{tmp_path / 'ok.ptl'}: cannot compile: ")
+
+
+def test_check_reports_every_file_with_an_error(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "good.ptl": GOOD,
+            "one.ptl": "def f [html] (x:\n    pass\n",
+            "sub/two.ptl": "def f [html] ():\n    s = 'abc\n",
+            "sub/three.ptl": "template f():\n    yield 1\n",
+        },
+    )
+    result = run("check", "one.ptl", "sub", "good.ptl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "one.ptl:1:14: '(' was never closed",
+        "sub/three.ptl:2:5: 'yield' in a template; templates cannot be generators",
+        "sub/two.ptl:2:9: unterminated string literal (detected at line 2)",
+    ]
+    assert not (tmp_path / "__pycache__").exists()
+
+
+def test_check_success(tmp_path: Path) -> None:
+    write_files(tmp_path, {"good.ptl": GOOD})
+    result = run("check", tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_check_missing_file(tmp_path: Path) -> None:
+    result = run("check", tmp_path / "missing.ptl")
+    assert result.returncode == 1
+    assert "missing.ptl: cannot read:" in result.stderr
+
+
+def test_show_prints_generated_python(tmp_path: Path) -> None:
+    write_files(tmp_path, {"page.ptl": GOOD})
+    result = run("show", tmp_path / "page.ptl")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-5:] == [
+        "def page(x):",
+        "    _ptl_out = []",
+        "    _ptl_out.append(_ptl_lit_0)",
+        "    _ptl_out.append(x)",
+        "    return _ptl_html_join(_ptl_out)",
+    ]
+    compile(result.stdout, "shown.py", "exec")  # it is real Python
+
+
+def test_show_syntax_error(tmp_path: Path) -> None:
+    write_files(tmp_path, {"bad.ptl": "def f [html] ():\n    return 1\n"})
+    result = run("show", "bad.ptl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("bad.ptl:2:5: 'return' with a value in a template")
+
+
+def test_no_command_prints_help() -> None:
+    result = run()
+    assert result.returncode == 2
+    assert "compile" in result.stdout and "check" in result.stdout and "show" in result.stdout
