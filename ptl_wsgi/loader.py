@@ -52,14 +52,18 @@ class TemplateNotFound(LookupError):
     """No template by that name; ``tried`` lists every place that was looked in."""
 
     def __init__(self, name: str, tried: Iterable[str] = (), reason: str = "") -> None:
-        self.name = name
-        self.tried = list(tried)
+        tried = list(tried)
         message = f"template {name!r} not found"
         if reason:
             message += f": {reason}"
-        if self.tried:
-            message += "; looked in:\n" + "\n".join(f"  {place}" for place in self.tried)
+        if tried:
+            message += "; looked in:\n" + "\n".join(f"  {place}" for place in tried)
+        # Attributes after super(): in an integration's subclass that also derives from
+        # a framework's exception (jinja2's), that __init__ may set ``name`` too.
         super().__init__(message)
+        self.name = name
+        self.tried = tried
+        self.reason = reason
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -228,6 +232,8 @@ class Loader:
         filename = self.find(path)
         if filename is None:
             raise TemplateNotFound(name, self.places(relative))
+        # Stamped before it is read, for the same reason as in _reload_if_changed.
+        self._mtimes.setdefault(filename, _stat(filename))
         module = self._import(relative)
         function = getattr(module, function_name, None)
         if not callable(function):
@@ -255,10 +261,16 @@ class Loader:
             self._mtimes.setdefault(module.__file__, _stat(module.__file__))
 
     def _reload_if_changed(self) -> None:
-        changed = any(_stat(file) != stamp for file, stamp in list(self._mtimes.items()))
-        if changed:
-            with self._lock:
+        if all(_stat(file) == stamp for file, stamp in list(self._mtimes.items())):
+            return
+        with self._lock:
+            # Again under the lock: another thread may have reloaded meanwhile.
+            stamps = {file: _stat(file) for file in self._mtimes}
+            if stamps != self._mtimes:
                 self._purge()
+                # Taken before the files are read again, so an edit made during the
+                # re-import shows up as a change at the next check instead of being lost.
+                self._mtimes = stamps
 
     def _purge(self) -> None:
         prefix = self.package + "."

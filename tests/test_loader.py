@@ -1,0 +1,412 @@
+"""The shared template loader: names, context, lookups, reuse, reload, threads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from markupsafe import Markup
+
+from ptl_wsgi import loader as loader_module
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.loader import Loader, TemplateArgumentError, TemplateNotFound, split_name
+
+MakeLoader = Callable[..., Loader]
+
+
+def write(path: Path, source: str) -> Path:
+    """Write *source* to *path* the way editors save: a new file renamed over the old one.
+
+    A file that existed gets an mtime two seconds later than before, so a
+    change is seen even when the filesystem's clock has not moved on.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.stat().st_mtime_ns if path.exists() else None
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(textwrap.dedent(source), encoding="utf-8")
+    os.replace(temp, path)
+    if before is not None:
+        later = max(before + 2_000_000_000, path.stat().st_mtime_ns)
+        os.utime(path, ns=(later, later))
+    return path
+
+
+@pytest.fixture
+def make_loader() -> Iterator[MakeLoader]:
+    loaders: list[Loader] = []
+
+    def make(*search_path: Path, auto_reload: bool = False) -> Loader:
+        loader = Loader(search_path, auto_reload=auto_reload)
+        loaders.append(loader)
+        return loader
+
+    yield make
+    for loader in loaders:
+        loader.close()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> tuple[Path, Path]:
+    """Two search directories: an app's templates and a library's."""
+    app, lib = tmp_path / "app", tmp_path / "lib"
+    write(
+        app / "page.ptl",
+        """
+        def render [html] (title):
+            "<h1>%s</h1>" % title
+
+        def sidebar [html] ():
+            "<aside>side</aside>"
+
+        helper = "not a template"
+        """,
+    )
+    write(
+        app / "blog" / "post.ptl",
+        """
+        from ..layout import page
+        from .parts import byline
+
+        def render [html] (post, author):
+            page(post, byline(author))
+        """,
+    )
+    write(
+        lib / "layout.ptl",
+        """
+        def page [html] (title, body):
+            "<title>%s</title><main>" % title
+            body
+            "</main>"
+        """,
+    )
+    write(lib / "blog" / "parts.ptl", 'def byline [html] (name):\n    "<p>by %s</p>" % name\n')
+    write(lib / "page.ptl", 'def render [html] (title):\n    "shadowed"\n')
+    return app, lib
+
+
+# -- names ---------------------------------------------------------------------------
+
+
+def test_split_name() -> None:
+    assert split_name("blog/post.ptl") == ("blog/post.ptl", "render")
+    assert split_name("blog/post.ptl:sidebar") == ("blog/post.ptl", "sidebar")
+
+
+def test_name_picks_module_and_function(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    loader = make_loader(*site)
+    assert loader.render("page.ptl", {"title": "<Hi>"}) == "<h1>&lt;Hi&gt;</h1>"
+    assert loader.render("page.ptl:sidebar") == "<aside>side</aside>"
+    template = loader.get_template("page.ptl:sidebar")
+    assert template.name == "page.ptl:sidebar"
+    assert template.filename == str(site[0].resolve() / "page.ptl")
+
+
+@pytest.mark.parametrize(
+    "name", ["page.html", "/abs/page.ptl", "../page.ptl", "blog//post.ptl", "./page.ptl"]
+)
+def test_malformed_names(name: str, site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    with pytest.raises(TemplateNotFound, match=r"relative path ending in \.ptl") as info:
+        make_loader(*site).get_template(name)
+    assert info.value.name == name
+
+
+def test_first_search_directory_wins(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    assert make_loader(*site).render("page.ptl", {"title": "x"}) == "<h1>x</h1>"
+    assert make_loader(site[1], site[0]).render("page.ptl", {"title": "x"}) == "shadowed"
+
+
+def test_list_templates(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    assert make_loader(*site).list_templates() == [
+        "blog/parts.ptl",
+        "blog/post.ptl",
+        "layout.ptl",
+        "page.ptl",
+    ]
+
+
+# -- context -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def params_loader(tmp_path: Path, make_loader: MakeLoader) -> Loader:
+    write(
+        tmp_path / "params.ptl",
+        """
+        def render [html] (title, subtitle="none", *, flag=False):
+            "%s|%s|%s" % (title, subtitle, flag)
+
+        def everything [html] (title, **rest):
+            "%s|%s" % (title, ",".join(sorted(rest)))
+        """,
+    )
+    return make_loader(tmp_path)
+
+
+def test_context_keys_the_template_does_not_take_are_left_out(params_loader: Loader) -> None:
+    context = {"title": "T", "flag": True, "request": object(), "url_for": len}
+    assert params_loader.render("params.ptl", context) == "T|none|True"
+
+
+def test_kwargs_template_gets_the_whole_context(params_loader: Loader) -> None:
+    context = {"title": "T", "b": 1, "a": 2}
+    assert params_loader.render("params.ptl:everything", context) == "T|a,b"
+
+
+def test_missing_required_parameter_names_template_and_parameter(params_loader: Loader) -> None:
+    with pytest.raises(TemplateArgumentError) as info:
+        params_loader.render("params.ptl", {"subtitle": "s"})
+    assert "'params.ptl'" in str(info.value)
+    assert "'title'" in str(info.value)
+    assert isinstance(info.value, TypeError)
+
+
+# -- missing templates -----------------------------------------------------------------
+
+
+def test_missing_template_lists_every_place(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    app, lib = (str(p.resolve()) for p in site)
+    with pytest.raises(TemplateNotFound) as info:
+        make_loader(*site).get_template("blog/missing.ptl:sidebar")
+    error = info.value
+    expected = [os.path.join(app, "blog", "missing.ptl"), os.path.join(lib, "blog", "missing.ptl")]
+    assert error.tried == expected
+    assert error.name == "blog/missing.ptl:sidebar"
+    for place in expected:
+        assert place in str(error)
+    assert isinstance(error, LookupError)
+
+
+def test_missing_function_names_the_file(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    loader = make_loader(*site)
+    for name in ("page.ptl:nope", "page.ptl:helper"):
+        with pytest.raises(TemplateNotFound) as info:
+            loader.get_template(name)
+        assert info.value.tried == [str(site[0].resolve() / "page.ptl")]
+        assert repr(name.partition(":")[2]) in str(info.value)
+
+
+def test_missing_module_lookup(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    with pytest.raises(TemplateNotFound) as info:
+        make_loader(*site).module("nope.ptl")
+    assert len(info.value.tried) == 2
+
+
+# -- reuse between templates --------------------------------------------------------------
+
+
+def test_relative_imports_across_search_directories(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    # blog/post.ptl (app) imports ..layout and .parts, which exist only in lib.
+    out = make_loader(*site).render("blog/post.ptl", {"post": "R&D", "author": "<Bob>"})
+    assert out == "<title>R&amp;D</title><main><p>by &lt;Bob&gt;</p></main>"
+
+
+def test_module_lookup_gives_macros(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    loader = make_loader(*site)
+    layout = loader.module("layout.ptl")
+    assert layout.page("T", htmltext("<b>x</b>")) == "<title>T</title><main><b>x</b></main>"
+    # The same module object that templates importing it get.
+    loader.render("blog/post.ptl", {"post": "p", "author": "a"})
+    assert loader.module("layout.ptl") is layout
+
+
+def test_nothing_is_escaped_twice(tmp_path: Path, make_loader: MakeLoader) -> None:
+    write(
+        tmp_path / "outer.ptl",
+        """
+        from .inner import item
+
+        def render [html] (items, extra):
+            "<ul>"
+            for text in items:
+                item(text)
+            "</ul>"
+            extra
+        """,
+    )
+    write(tmp_path / "inner.ptl", 'def item [html] (text):\n    "<li>%s</li>" % text\n')
+    loader = make_loader(tmp_path)
+    inner = loader.module("inner.ptl")
+    context = {
+        "items": ["a & b", inner.item("<i>")],  # str, and markup from another template
+        "extra": Markup("<br>") + "&",  # markupsafe markup, escaped once already
+    }
+    out = loader.render("outer.ptl", context)
+    assert isinstance(out, htmltext)
+    assert out == "<ul><li>a &amp; b</li><li><li>&lt;i&gt;</li></li></ul><br>&amp;"
+    assert "&amp;amp;" not in out and "&amp;lt;" not in out
+
+
+# -- auto-reload --------------------------------------------------------------------
+
+
+def test_edited_file_is_recompiled_with_auto_reload(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    loader = make_loader(*site, auto_reload=True)
+    assert loader.render("page.ptl", {"title": "x"}) == "<h1>x</h1>"
+    write(site[0] / "page.ptl", 'def render [html] (title):\n    "<h2>%s</h2>" % title\n')
+    assert loader.render("page.ptl", {"title": "x"}) == "<h2>x</h2>"
+
+
+def test_edited_imported_file_is_recompiled(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    loader = make_loader(*site, auto_reload=True)
+    context = {"post": "P", "author": "A"}
+    assert loader.render("blog/post.ptl", context).startswith("<title>P</title>")
+    write(site[1] / "layout.ptl", 'def page [html] (title, body):\n    "<h1>%s</h1>" % title\n')
+    assert loader.render("blog/post.ptl", context) == "<h1>P</h1>"
+
+
+def test_broken_edit_raises_then_fixed_edit_renders(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    page = write(tmp_path / "page.ptl", 'def render [html] ():\n    "one"\n')
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl") == "one"
+    write(page, 'def render [html] ()\n    "two"\n')
+    with pytest.raises(SyntaxError) as info:
+        loader.render("page.ptl")
+    assert info.value.filename == str(page.resolve())
+    assert info.value.lineno == 1
+    write(page, 'def render [html] ():\n    "three"\n')
+    assert loader.render("page.ptl") == "three"
+
+
+def test_without_auto_reload_edits_are_ignored(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    loader = make_loader(*site)
+    assert loader.render("page.ptl", {"title": "x"}) == "<h1>x</h1>"
+    write(site[0] / "page.ptl", 'def render [html] (title):\n    "<h2>%s</h2>" % title\n')
+    assert loader.render("page.ptl", {"title": "x"}) == "<h1>x</h1>"
+
+
+@pytest.mark.parametrize("auto_reload", [False, True])
+def test_stat_calls_per_render(
+    auto_reload: bool,
+    site: tuple[Path, Path],
+    make_loader: MakeLoader,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loader = make_loader(*site, auto_reload=auto_reload)
+    context = {"post": "P", "author": "A"}
+    loader.render("blog/post.ptl", context)  # first render: finds and compiles
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    # os.stat itself, so os.path.isfile and friends are counted too.
+    monkeypatch.setattr(os, "stat", counting_stat)
+    for _ in range(50):
+        loader.render("blog/post.ptl", context)
+    monkeypatch.undo()
+    if auto_reload:
+        assert len(stats) >= 50 and all(path.endswith(".ptl") for path in stats)
+    else:
+        assert stats == []
+
+
+def test_edit_saved_while_the_template_compiles_is_not_lost(
+    tmp_path: Path, make_loader: MakeLoader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each version's module code can save the next version, like an editor saving
+    # between the loader reading a file and noting its mtime.
+    page = tmp_path / "page.ptl"
+
+    def version(n: int, saves: int | None = None) -> str:
+        source = f'def render [html] ():\n    "v{n}"\n'
+        if saves is not None:
+            source = f"import _ptl_edit_hook\n_ptl_edit_hook.save({saves})\n" + source
+        return source
+
+    hook = types.ModuleType("_ptl_edit_hook")
+    hook.save = lambda n: write(page, version(n))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "_ptl_edit_hook", hook)
+    write(page, version(1, saves=2))
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl") == "v1"  # first load
+    assert loader.render("page.ptl") == "v2"
+    write(page, version(3, saves=4))
+    assert loader.render("page.ptl") == "v3"  # a reload
+    assert loader.render("page.ptl") == "v4"
+
+
+def test_concurrent_renders_while_file_is_rewritten(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    # Every version's output is internally consistent, so a render that mixed two
+    # versions, or saw half a compiled module, would be caught.
+    def version(n: int) -> str:
+        body = "\n".join(f'    "<p>{n}:{i}</p>"' for i in range(300))
+        return f"from .part import tail\n\ndef render [html] ():\n{body}\n    tail({n})\n"
+
+    def expected(n: int) -> str:
+        return "".join(f"<p>{n}:{i}</p>" for i in range(300)) + f"<end>{n}</end>"
+
+    write(tmp_path / "part.ptl", 'def tail [html] (n):\n    "<end>%d</end>" % n\n')
+    page = write(tmp_path / "page.ptl", version(0))
+    loader = make_loader(tmp_path, auto_reload=True)
+    valid = {expected(n) for n in range(21)}
+    errors: list[BaseException] = []
+    bad: list[str] = []
+    seen: set[str] = set()
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                out = loader.render("page.ptl")
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            seen.add(out)
+            if out not in valid:
+                bad.append(out)
+
+    threads = [threading.Thread(target=reader) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    try:
+        for n in range(1, 21):
+            write(page, version(n))
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert not errors, errors[:3]
+    assert not bad, bad[:3]
+    assert len(seen) > 1  # the readers did see reloads happen
+    assert loader.render("page.ptl") == expected(20)
+
+
+def test_close_forgets_the_package(site: tuple[Path, Path]) -> None:
+    loader = Loader(site)
+    loader.render("blog/post.ptl", {"post": "p", "author": "a"})
+    assert any(name.startswith(loader.package + ".") for name in sys.modules)
+    loader.close()
+    assert not any(name.startswith(loader.package) for name in sys.modules)
+
+
+def test_loaders_are_independent(site: tuple[Path, Path], make_loader: MakeLoader) -> None:
+    first, second = make_loader(site[0], site[1]), make_loader(site[1], site[0])
+    assert first.package != second.package
+    assert first.render("page.ptl", {"title": "t"}) == "<h1>t</h1>"
+    assert second.render("page.ptl", {"title": "t"}) == "shadowed"
+    assert loader_module.DEFAULT_FUNCTION == "render"
