@@ -1,0 +1,79 @@
+"""Settings of the example site; ``PTLSITE_*`` environment variables override the defaults."""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# A demo: the default key is public, so never deploy with it.
+SECRET_KEY = os.environ.get("PTLSITE_SECRET_KEY", "ptl-example-site-not-a-secret")
+DEBUG = os.environ.get("PTLSITE_DEBUG", "1") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", *os.environ.get("PTLSITE_HOSTS", "").split()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "notes",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ptlsite.urls"
+WSGI_APPLICATION = "ptlsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        # PTL first: it answers only for names ending in .ptl, the admin's .html
+        # templates go on to DjangoTemplates. NAME is required (see docs/django.md).
+        "BACKEND": "ptl_wsgi.contrib.django.PTLTemplates",
+        "NAME": "ptl",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("PTLSITE_DB", BASE_DIR / "db.sqlite3"),
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# Relative, so Django prefixes it with SCRIPT_NAME when the site is mounted under a path.
+STATIC_URL = "static/"

@@ -1,0 +1,239 @@
+"""PTL as a Django template engine.
+
+::
+
+    TEMPLATES = [
+        {"BACKEND": "ptl_wsgi.contrib.django.PTLTemplates", "NAME": "ptl",
+         "DIRS": [BASE_DIR / "templates"], "APP_DIRS": True,
+         "OPTIONS": {"context_processors": [...]}},
+        {"BACKEND": "django.template.backends.django.DjangoTemplates", ...},
+    ]
+
+The engine claims only names of ``.ptl`` files (``"polls/index.ptl"``,
+``"polls/index.ptl:row"``), so other names fall through to the next engine.
+See ``docs/django.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+from django.template import TemplateDoesNotExist, TemplateSyntaxError, engines
+from django.template.backends.base import BaseEngine
+from django.template.backends.utils import csrf_input_lazy, csrf_token_lazy
+from django.template.base import Origin
+from django.test.signals import template_rendered
+from django.utils.autoreload import autoreload_started, file_changed
+from django.utils.functional import cached_property
+from django.utils.module_loading import import_string
+
+from ptl_wsgi import loader as ptl_loader
+from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.html import htmlescape
+
+__all__ = ["PTLTemplates", "Template", "html_response"]
+
+_OPTIONS = ("auto_reload", "context_processors")
+_CONTEXT_LINES = 10
+
+
+class PTLTemplates(BaseEngine):
+    """Django template backend for PTL; ``OPTIONS``: ``context_processors``, ``auto_reload``."""
+
+    app_dirname = "templates"
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        params = dict(params)
+        options = dict(params.pop("OPTIONS", {}))
+        super().__init__(params)
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise ImproperlyConfigured(
+                f"Unknown OPTIONS for the PTL template engine {self.name!r}: "
+                f"{', '.join(unknown)}. Valid options: {', '.join(_OPTIONS)}."
+            )
+        self.context_processors: list[str] = list(options.get("context_processors", []))
+        # Django's cached template loader is off with DEBUG, so follow it: re-check files then.
+        self.auto_reload: bool = options.get("auto_reload", settings.DEBUG)
+        self.loader = ptl_loader.Loader(self.template_dirs, self.auto_reload)
+
+    @cached_property
+    def template_context_processors(self) -> list[Callable[[HttpRequest], Mapping[str, Any]]]:
+        return [import_string(path) for path in self.context_processors]
+
+    def get_template(self, template_name: str) -> Template:
+        """The template *template_name*; ``TemplateDoesNotExist`` for names not ending in .ptl."""
+        path, function = ptl_loader.split_name(template_name)
+        if not path.endswith(".ptl"):
+            skipped = Origin(template_name, template_name, self)
+            raise TemplateDoesNotExist(
+                template_name, [(skipped, "Skipped: not a .ptl name")], backend=self
+            )
+        try:
+            return Template(self.loader.get_template(template_name), self)
+        except ptl_loader.TemplateNotFound as exc:
+            tried = [
+                (
+                    Origin(place, template_name, self),
+                    f"No template {function!r} in this file"
+                    if os.path.isfile(place)
+                    else "Source does not exist",
+                )
+                for place in exc.tried
+            ]
+            raise TemplateDoesNotExist(str(exc), tried, backend=self) from exc
+        except SyntaxError as exc:
+            raise _syntax_error(exc) from exc
+        except Exception as exc:
+            _annotate(exc)
+            raise
+
+    def from_string(self, template_code: str) -> Template:
+        """A template from PTL source: its ``render`` template (relative imports start at DIRS)."""
+        module = ModuleType(f"{self.loader.package}.<string>")
+        module.__package__ = self.loader.package
+        try:
+            exec(compile_ptl(template_code, "<string>"), module.__dict__)
+        except SyntaxError as exc:
+            raise _syntax_error(exc, template_code) from exc
+        function = getattr(module, ptl_loader.DEFAULT_FUNCTION, None)
+        if not callable(function):
+            raise TemplateSyntaxError("PTL source for from_string() must define a render template")
+        return Template(ptl_loader.Template("<string>", "<string>", function), self, template_code)
+
+    def reset(self) -> None:
+        """Forget every compiled template (the next lookup reads the files again)."""
+        old, self.loader = self.loader, ptl_loader.Loader(self.template_dirs, self.auto_reload)
+        old.close()
+
+
+class Template:
+    """A PTL template as Django sees it: ``render(context=None, request=None)``."""
+
+    def __init__(
+        self, template: ptl_loader.Template, backend: PTLTemplates, source: str | None = None
+    ) -> None:
+        self.template = template
+        self.backend = backend
+        self.source = source
+        # from_string() templates have no name, as in Django, so assertTemplateUsed skips them.
+        self.name = None if source is not None else template.name
+        self.origin = Origin(template.filename, self.name, backend)
+
+    def render(
+        self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
+    ) -> Any:
+        """Render with *context*; a *request* adds ``request``, ``csrf_input``, ``csrf_token``
+        and the context processors' values (the view's *context* wins over them)."""
+        full: dict[str, Any] = {}
+        if request is not None:
+            full["request"] = request
+            full["csrf_input"] = csrf_input_lazy(request)
+            full["csrf_token"] = csrf_token_lazy(request)
+            for processor in self.backend.template_context_processors:
+                full.update(processor(request))
+        full.update(context or {})
+        template_rendered.send(sender=self, template=self, context=full)
+        try:
+            return self.template.render(full)
+        except Exception as exc:
+            _annotate(exc, self)
+            raise
+
+
+def html_response(content: Any, status: int = 200, **kwargs: Any) -> HttpResponse:
+    """An ``HttpResponse`` of *content* as HTML: htmltext and safe strings as they are,
+    anything else escaped."""
+    kwargs.setdefault("content_type", "text/html; charset=utf-8")
+    return HttpResponse(htmlescape(content), status=status, **kwargs)
+
+
+def _template_debug(
+    filename: str, line: int, message: str, source: str | None = None
+) -> dict[str, Any]:
+    """The ``template_debug`` dict Django's debug page shows, for *line* of *filename*."""
+    if source is None:
+        try:
+            source = Path(filename).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source = ""
+    lines = source.splitlines(keepends=True)
+    total = len(lines)
+    top = max(0, line - 1 - _CONTEXT_LINES)
+    bottom = min(total, line + _CONTEXT_LINES)
+    start = sum(len(text) for text in lines[: line - 1])
+    during = lines[line - 1] if 0 < line <= total else ""
+    return {
+        "name": filename,
+        "message": message,
+        "source_lines": [(n, text.rstrip("\r\n")) for n, text in enumerate(lines, 1)][top:bottom],
+        "line": line,
+        "before": "",
+        "during": during.rstrip("\r\n"),
+        "after": "",
+        "total": total,
+        "top": top,
+        "bottom": bottom,
+        "start": start,
+        "end": start + len(during),
+    }
+
+
+def _syntax_error(exc: SyntaxError, source: str | None = None) -> TemplateSyntaxError:
+    error = TemplateSyntaxError(str(exc))
+    filename = exc.filename or "<string>"
+    error.template_debug = _template_debug(filename, exc.lineno or 0, str(exc), source)
+    return error
+
+
+def _annotate(exc: Exception, template: Template | None = None) -> None:
+    """Attach ``template_debug`` for the innermost ``.ptl`` line of *exc*'s traceback."""
+    if hasattr(exc, "template_debug"):
+        return
+    own = template.template.filename if template is not None else None
+    location = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        if filename.endswith(".ptl") or filename == own:
+            location = filename, line
+    if location is None and template is not None:
+        # Raised before the template ran (a parameter the context lacks): point at its def.
+        code = getattr(template.template.function, "__code__", None)
+        if code is not None:
+            location = code.co_filename, code.co_firstlineno
+    if location is not None:
+        source = template.source if template is not None and location[0] == own else None
+        exc.template_debug = _template_debug(*location, str(exc), source)
+
+
+def _ptl_engines() -> list[PTLTemplates]:
+    return [engine for engine in engines.all() if isinstance(engine, PTLTemplates)]
+
+
+@receiver(autoreload_started, dispatch_uid="ptl_wsgi_watch_templates")
+def _watch_templates(sender: Any, **kwargs: Any) -> None:
+    for engine in _ptl_engines():
+        for directory in engine.template_dirs:
+            sender.watch_dir(directory, "**/*.ptl")
+
+
+@receiver(file_changed, dispatch_uid="ptl_wsgi_template_changed")
+def _template_changed(sender: Any, file_path: Path, **kwargs: Any) -> bool | None:
+    # True tells the autoreloader the change is handled, so the server is not restarted.
+    if file_path.suffix != ".ptl":
+        return None
+    handled = None
+    for engine in _ptl_engines():
+        if any(Path(d).resolve() in file_path.resolve().parents for d in engine.template_dirs):
+            engine.reset()
+            handled = True
+    return handled

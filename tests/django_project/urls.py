@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import path
+
+from .testapp import views
+
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("response/", views.template_response),
+    path("items/", views.ItemList.as_view(), name="items"),
+    path("items/new/", views.item_form, name="item-form"),
+    path("items/create/", views.ItemCreate.as_view()),
+    path("about/", views.About.as_view(), {"who": "<you>"}),
+    path("token/", views.token),
+    path("interop/", views.interop),
+    path("dtl/", views.dtl),
+    path("fragment/", views.fragment),
+    path("broken/", views.broken),
+    path("raises/", views.raises),
+    path("missing/", views.missing),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,385 @@
+"""The Django template engine, in process, with tests/django_project's settings."""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.template import (
+    TemplateDoesNotExist,
+    TemplateSyntaxError,
+    engines,
+)
+from django.template.loader import get_template, render_to_string
+from django.template.utils import EngineHandler
+from django.test import Client
+from django.test.signals import template_rendered
+from django.utils.autoreload import autoreload_started, file_changed
+from django.utils.safestring import SafeString
+from django.views.debug import ExceptionReporter
+
+from ptl_wsgi import htmltext
+from ptl_wsgi.contrib.django import PTLTemplates, html_response
+from ptl_wsgi.loader import TemplateArgumentError
+
+PROJECT = Path(__file__).parent / "django_project"
+APP_TEMPLATES = PROJECT / "testapp" / "templates"
+BACKEND = "ptl_wsgi.contrib.django.PTLTemplates"
+
+
+def make_engine(dirs, **options) -> PTLTemplates:
+    return PTLTemplates({"NAME": "t", "DIRS": dirs, "APP_DIRS": False, "OPTIONS": options})
+
+
+@pytest.fixture
+def engine():
+    return engines["ptl"]
+
+
+@pytest.fixture
+def tmp_engine(tmp_path):
+    engine = make_engine([tmp_path], auto_reload=True)
+    yield engine
+    engine.loader.close()
+
+
+@pytest.fixture
+def broken_template(settings, tmp_path):
+    """testapp/broken.ptl, with a syntax error on line 3, first in DIRS."""
+    (tmp_path / "testapp").mkdir()
+    broken = tmp_path / "testapp" / "broken.ptl"
+    broken.write_text('def render [html] ():\n    "<p>fine</p>"\n    if True\n        "no"\n')
+    templates = copy.deepcopy(settings.TEMPLATES)
+    templates[0]["DIRS"] = [tmp_path, *templates[0]["DIRS"]]
+    settings.TEMPLATES = templates  # Django rebuilds its engines
+    return broken
+
+
+def report_html(exc: BaseException) -> str:
+    return ExceptionReporter(None, type(exc), exc, exc.__traceback__).get_traceback_html()
+
+
+# -- configuration ------------------------------------------------------------------
+
+
+def test_engine_is_configured_with_dirs_and_app_dirs(engine):
+    assert isinstance(engine, PTLTemplates)
+    dirs = [Path(d) for d in engine.template_dirs]
+    assert PROJECT / "templates" in dirs
+    assert APP_TEMPLATES in dirs
+    assert engine.auto_reload is False  # DEBUG is off in the test settings
+
+
+def test_dirs_come_before_app_directories(engine):
+    assert engine.get_template("testapp/override.ptl").render() == "<p>from DIRS</p>"
+
+
+def test_unknown_options_are_refused():
+    with pytest.raises(ImproperlyConfigured, match=r"Unknown OPTIONS .*'t': bogus.*context_proc"):
+        make_engine([], bogus=1)
+
+
+def test_without_name_the_alias_clashes_with_django_templates():
+    handler = EngineHandler(
+        [
+            {"BACKEND": BACKEND, "DIRS": [], "APP_DIRS": False, "OPTIONS": {}},
+            {"BACKEND": "django.template.backends.django.DjangoTemplates"},
+        ]
+    )
+    with pytest.raises(ImproperlyConfigured, match="aliases aren't unique, duplicates: django"):
+        handler.all()
+
+
+def test_auto_reload_follows_debug(settings):
+    settings.DEBUG = True
+    engine = make_engine([])
+    assert engine.auto_reload
+    engine.loader.close()
+
+
+# -- lookups ------------------------------------------------------------------------
+
+
+def test_other_names_fall_through_to_the_next_engine(engine):
+    with pytest.raises(TemplateDoesNotExist) as info:
+        engine.get_template("testapp/dtl.html")
+    assert info.value.backend is engine
+    assert "Skipped" in info.value.tried[0][1]
+    assert get_template("testapp/dtl.html").backend.name == "django"
+    assert get_template("admin/login.html").backend.name == "django"
+
+
+def test_missing_template_lists_every_directory(engine):
+    with pytest.raises(TemplateDoesNotExist) as info:
+        engine.get_template("testapp/missing.ptl")
+    exc = info.value
+    assert exc.backend is engine
+    names = [origin.name for origin, _status in exc.tried]
+    assert str(PROJECT / "templates" / "testapp" / "missing.ptl") in names
+    assert str(APP_TEMPLATES / "testapp" / "missing.ptl") in names
+    assert {status for _origin, status in exc.tried} == {"Source does not exist"}
+    assert exc.tried[0][0].loader_name == BACKEND
+
+
+def test_missing_function_says_so(engine):
+    with pytest.raises(TemplateDoesNotExist) as info:
+        engine.get_template("testapp/index.ptl:nope")
+    assert info.value.tried[0][1] == "No template 'nope' in this file"
+
+
+def test_postmortem_on_the_debug_page():
+    with pytest.raises(TemplateDoesNotExist) as info:
+        get_template("testapp/missing.ptl")
+    html = report_html(info.value)
+    assert "Using engine <code>ptl</code>" in html
+    assert f"{BACKEND}</code>: {APP_TEMPLATES / 'testapp' / 'missing.ptl'}" in html
+    assert "Using engine <code>django</code>" in html
+
+
+def test_named_function_and_render_to_string():
+    assert render_to_string("testapp/index.ptl:row", {"item": "<x>"}) == "<li>&lt;x&gt;</li>\n"
+
+
+def test_from_string_with_relative_import(engine):
+    template = engine.from_string(
+        "from .layout import page\n"
+        "def render [html] (name):\n"
+        "    page('Hi', '<b>%s</b>' % name)\n"
+    )
+    html = template.render({"name": "<you>"})
+    assert "<b>&lt;you&gt;</b>" in html and "<title>Hi</title>" in html
+    assert template.name is None
+
+
+def test_from_string_errors(engine):
+    with pytest.raises(TemplateSyntaxError, match="render template"):
+        engine.from_string("def other [html] ():\n    'x'\n")
+    with pytest.raises(TemplateSyntaxError) as info:
+        engine.from_string("def render [html] ():\n    if x\n")
+    debug = info.value.template_debug
+    assert (debug["name"], debug["line"], debug["during"]) == ("<string>", 2, "    if x")
+
+
+# -- rendering through views ---------------------------------------------------------
+
+
+def test_render_escapes_and_records_templates(client):
+    response = client.get("/")
+    html = response.content.decode()
+    assert "<title>&lt;Items&gt;</title>" in html
+    assert "<li>a&amp;b</li>" in html and "<li>&lt;i&gt;</li>" in html
+    assert "<footer>Test &lt;Site&gt;</footer>" in html
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    assert [t.name for t in response.templates] == ["testapp/index.ptl"]
+    assert response.context["title"] == "<Items>"  # the view's value beats the processor's
+    assert response.context["site_name"] == "Test <Site>"
+
+
+def test_assert_template_used(client):
+    from django.test import SimpleTestCase
+
+    case = SimpleTestCase()
+    response = client.get("/response/")
+    case.assertTemplateUsed(response, "testapp/index.ptl")
+    case.assertTemplateNotUsed(response, "testapp/form.ptl")
+    with case.assertTemplateUsed("testapp/index.ptl:row"):
+        render_to_string("testapp/index.ptl:row", {"item": 1})
+
+
+def test_template_response_and_class_based_views(client):
+    assert "<li>x</li>" in client.get("/response/").content.decode()
+    about = client.get("/about/")
+    assert about.content == b"<p>About says hello to &lt;you&gt;</p>"
+    assert about.context["who"] == "<you>"
+
+
+@pytest.mark.django_db
+def test_list_view_and_model_form(client):
+    response = client.post("/items/new/", {"name": "<script>alert(1)</script>"}, follow=True)
+    html = response.content.decode()
+    assert response.redirect_chain == [("/items/", 302)]
+    assert "<li>&lt;script&gt;alert(1)&lt;/script&gt;</li>" in html
+    assert '<p class="message">Saved &lt;script&gt;' in html
+    assert "<script>" not in html
+
+
+@pytest.mark.django_db
+def test_invalid_form_shows_django_widgets_unescaped(client):
+    html = client.post("/items/create/", {"name": ""}).content.decode()
+    assert '<input type="text" name="name"' in html
+    assert "This field is required." in html
+    assert "&lt;input" not in html
+
+
+@pytest.mark.django_db
+def test_csrf_input_passes_the_csrf_middleware():
+    client = Client(enforce_csrf_checks=True)
+    page = client.get("/items/new/").content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    assert client.post("/items/new/", {"name": "x"}).status_code == 403
+    response = client.post("/items/new/", {"name": "x", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+
+
+def test_csrf_token_and_request(client):
+    response = client.get("/token/")
+    html = response.content.decode()
+    assert re.search(r'<meta name="csrf" content="[A-Za-z0-9]{32,}">', html)
+    assert "<p>/token/</p>" in html
+    assert "csrftoken" in response.cookies
+
+
+def test_render_without_request_has_no_request_values(engine):
+    with pytest.raises(TemplateArgumentError, match="csrf_token"):
+        engine.get_template("testapp/token.ptl").render({})
+
+
+def test_the_engine_itself_sends_template_rendered(engine):
+    seen = []
+
+    def record(sender, template, context, **kwargs):
+        seen.append((template.name, context))
+
+    template_rendered.connect(record)
+    try:
+        engine.get_template("testapp/about.ptl").render({"view": object()})
+    finally:
+        template_rendered.disconnect(record)
+    assert seen[0][0] == "testapp/about.ptl"
+    assert "view" in seen[0][1]
+
+
+# -- interop -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_django_safe_strings_and_forms_stay_unescaped_in_ptl(client):
+    html = client.get("/interop/").content.decode()
+    assert "<div><b>safe</b></div>" in html
+    assert "<div><i>&lt;x&gt;</i></div>" in html
+    assert "<div>&lt;script&gt;</div>" in html
+    assert 'value="&quot;&gt;&lt;script&gt;"' in html  # Django escaped the bound value, once
+    assert '<input type="text" name="name"' in html
+
+
+def test_ptl_output_is_not_escaped_again_by_django_templates(client):
+    html = client.get("/dtl/").content.decode()
+    assert "<section><li>&lt;PTL&gt;</li>\n</section>" in html
+    assert "<section>&lt;plain&gt;</section>" in html
+
+
+def test_html_response():
+    response = html_response(htmltext("<p>%s</p>") % "<x>")
+    assert response.content == b"<p>&lt;x&gt;</p>"
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    assert html_response("<p>", status=400).content == b"&lt;p&gt;"
+    assert html_response(SafeString("<p>")).content == b"<p>"
+
+
+def test_html_response_from_a_view(client):
+    assert client.get("/fragment/", {"q": "<b>"}).content == b"<p>&lt;b&gt;</p>"
+
+
+# -- errors on the debug page ------------------------------------------------------------
+
+
+def test_syntax_error_has_template_debug(client, broken_template):
+    with pytest.raises(TemplateSyntaxError) as info:
+        client.get("/broken/")
+    debug = info.value.template_debug
+    assert debug["name"] == str(broken_template)
+    assert debug["line"] == 3 and debug["during"] == "    if True"
+    assert debug["source_lines"][0] == (1, "def render [html] ():")
+    assert isinstance(info.value.__cause__, SyntaxError)
+    html = report_html(info.value)
+    assert "Error during template rendering" in html
+    assert "broken.ptl</code>, error at line <strong>3</strong>" in html
+
+
+def test_render_error_keeps_its_type_and_points_at_the_ptl_line(client):
+    with pytest.raises(ZeroDivisionError) as info:
+        client.get("/raises/")
+    debug = info.value.template_debug
+    assert debug["name"].endswith("raises.ptl")
+    assert debug["line"] == 2
+    assert debug["during"] == '    "<p>%s</p>" % (total / count)'
+    assert (debug["top"], debug["bottom"], debug["total"]) == (0, 7, 7)
+    html = report_html(info.value)
+    assert "raises.ptl</code>, error at line <strong>2</strong>" in html
+
+
+def test_missing_context_value_points_at_the_def(engine):
+    with pytest.raises(TemplateArgumentError) as info:
+        engine.get_template("testapp/needs_arg.ptl").render({})
+    assert info.value.template_debug["line"] == 1
+
+
+def test_syntax_error_in_an_imported_template(tmp_engine, tmp_path):
+    (tmp_path / "layout.ptl").write_text("def page [html] (:\n")
+    (tmp_path / "page.ptl").write_text("from .layout import page\n")
+    with pytest.raises(TemplateSyntaxError) as info:
+        tmp_engine.get_template("page.ptl")
+    debug = info.value.template_debug
+    assert (debug["name"], debug["line"]) == (str(tmp_path / "layout.ptl"), 1)
+
+
+def test_import_error_in_a_template_points_at_the_import(tmp_engine, tmp_path):
+    (tmp_path / "page.ptl").write_text("\nfrom .nowhere import x\n")
+    with pytest.raises(ImportError) as info:
+        tmp_engine.get_template("page.ptl")
+    assert info.value.template_debug["line"] == 2
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/missing/", ["Template-loader postmortem", "Using engine <code>ptl</code>"]),
+        ("/broken/", ["broken.ptl</code>, error at line <strong>3</strong>", "    if True"]),
+        ("/raises/", ["raises.ptl</code>, error at line <strong>2</strong>", "ZeroDivisionError"]),
+    ],
+)
+def test_debug_page(settings, broken_template, path, expected):
+    settings.DEBUG = True
+    response = Client(raise_request_exception=False).get(path, headers={"accept": "text/html"})
+    html = response.content.decode()
+    assert response.status_code == 500
+    for text in expected:
+        assert text in html
+
+
+# -- reloading ---------------------------------------------------------------------------
+
+
+def test_auto_reload_picks_up_edits(tmp_engine, tmp_path):
+    page = tmp_path / "page.ptl"
+    page.write_text("def render [html] ():\n    'one'\n")
+    assert tmp_engine.get_template("page.ptl").render() == "one"
+    page.write_text("def render [html] ():\n    'two, longer'\n")
+    assert tmp_engine.get_template("page.ptl").render() == "two, longer"
+
+
+def test_autoreloader_watches_ptl_files_in_every_directory(engine):
+    class Reloader:
+        watched: list[tuple[str, str]] = []
+
+        def watch_dir(self, path, glob):
+            self.watched.append((str(path), glob))
+
+    autoreload_started.send(sender=Reloader())
+    assert (str(APP_TEMPLATES), "**/*.ptl") in Reloader.watched
+    assert (str(PROJECT / "templates"), "**/*.ptl") in Reloader.watched
+
+
+def test_changed_ptl_file_resets_the_engine_instead_of_restarting(engine):
+    template = APP_TEMPLATES / "testapp" / "about.ptl"
+    before = engine.loader
+    results = file_changed.send(sender=None, file_path=template)
+    assert any(result for _receiver, result in results)
+    assert engine.loader is not before
+    assert engine.get_template("testapp/about.ptl").render({"view": 1}).startswith("<p>int")
+    outside = Path(sys.prefix) / "elsewhere.ptl"
+    assert not any(r for _, r in file_changed.send(sender=None, file_path=outside))
