@@ -1,0 +1,213 @@
+"""One-file CGI applications.
+
+:func:`run_cgi` serves a view, a WSGI application or a :class:`Directory`
+once, in the CGI environment the web server set up (through the standard
+library's :class:`wsgiref.handlers.CGIHandler`).
+
+``python -m ptl_wsgi.cgi SCRIPT`` runs SCRIPT as a PTL module named
+``__main__``, so a single executable file can hold templates and all::
+
+    #!/usr/bin/env -S python3 -m ptl_wsgi.cgi
+    from ptl_wsgi.cgi import run_cgi
+
+    def page [html] (request):
+        "<p>Hello, %s</p>" % request.args.get("name", "world")
+
+    if __name__ == "__main__":
+        run_cgi(page)
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+__all__ = ["CGIGateway", "as_wsgi_app", "main", "run_cgi", "run_script"]
+
+
+def as_wsgi_app(app_or_view: Any, *, debug: bool | None = None) -> WSGIApplication:
+    """A WSGI application for a view ``f(request)``, a Directory, or a WSGI app."""
+    from ptl_wsgi.publish import Directory, Publisher
+    from ptl_wsgi.wsgi import View
+
+    if isinstance(app_or_view, View):
+        return app_or_view
+    if isinstance(app_or_view, Directory):
+        return Publisher(app_or_view, debug=debug)
+    if not callable(app_or_view):
+        raise TypeError(f"cannot serve {app_or_view!r}: not a view, Directory or WSGI app")
+    if _required_positional(app_or_view) == 1:
+        return View(app_or_view, debug=debug)
+    return app_or_view
+
+
+def _required_positional(func: Callable[..., Any]) -> int | None:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(
+        1
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    )
+
+
+def run_cgi(app_or_view: Any, *, debug: bool | None = None) -> None:
+    """Serve one CGI request with *app_or_view* (see :func:`as_wsgi_app`)."""
+    from wsgiref.handlers import CGIHandler
+
+    CGIHandler().run(as_wsgi_app(app_or_view, debug=debug))
+
+
+def run_script(path: str) -> dict[str, Any]:
+    """Execute the PTL file *path* as ``__main__``, as ``python -m ptl_wsgi.cgi`` does."""
+    from ptl_wsgi.compiler import compile_ptl
+
+    path = os.path.abspath(path)
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    code = compile_ptl(source, path)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path}
+    # Like `python script.py`: the script's folder comes first on the import path.
+    sys.path.insert(0, os.path.dirname(path))
+    exec(code, namespace)
+    return namespace
+
+
+class CGIGateway:
+    """A WSGI application that runs a CGI program per request: the web server's side of CGI.
+
+    For development and demos (``Middleware(app, views=...)`` or any WSGI
+    dispatcher can mount it), so a one-file CGI script can be tried without
+    installing a web server. *command* runs the program (default: the script
+    itself, through its ``#!`` line); *env* adds variables such as ``PATH``.
+    """
+
+    def __init__(
+        self,
+        script: str | os.PathLike[str],
+        *,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.script = os.path.abspath(script)
+        self.command = list(command) if command is not None else [self.script]
+        self.env = dict(env or {})
+        self.timeout = timeout
+
+    def cgi_environ(self, environ: WSGIEnvironment) -> dict[str, str]:
+        """The RFC 3875 meta-variables for this request."""
+        cgi = {
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "SERVER_SOFTWARE": "ptl_wsgi.cgi.CGIGateway",
+            "SCRIPT_FILENAME": self.script,
+        }
+        for key in (
+            "REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE",
+            "CONTENT_LENGTH", "SERVER_NAME", "SERVER_PORT", "SERVER_PROTOCOL", "REMOTE_ADDR",
+        ):  # fmt: skip
+            value = environ.get(key)
+            if value:
+                cgi[key] = str(value)
+        for key, value in environ.items():
+            if key.startswith("HTTP_") and key != "HTTP_PROXY":  # "httpoxy"
+                cgi[key] = str(value)
+        cgi.update(self.env)
+        return cgi
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        body = environ["wsgi.input"].read(length) if length > 0 else b""
+        try:
+            result = subprocess.run(
+                self.command,
+                input=body,
+                env=self.cgi_environ(environ),
+                cwd=os.path.dirname(self.script),
+                capture_output=True,
+                timeout=self.timeout,
+            )
+            output = result.stdout
+        except (OSError, subprocess.TimeoutExpired) as error:
+            print(f"CGIGateway: {self.script}: {error}", file=environ["wsgi.errors"])
+            output = b""
+        else:
+            if result.stderr:
+                environ["wsgi.errors"].write(result.stderr.decode("utf-8", "replace"))
+        parsed = _parse_cgi_output(output)
+        if parsed is None:
+            start_response("502 Bad Gateway", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"The CGI program did not send a valid response.\n"]
+        status, headers, content = parsed
+        start_response(status, headers)
+        return [content]
+
+
+def _parse_cgi_output(output: bytes) -> tuple[str, list[tuple[str, str]], bytes] | None:
+    """Split a CGI program's output into status, headers and body (RFC 3875 section 6)."""
+    ends = [(output.find(sep), sep) for sep in (b"\r\n\r\n", b"\n\n") if sep in output]
+    if not ends:
+        return None
+    index, separator = min(ends)
+    head, content = output[:index], output[index + len(separator) :]
+    status, headers = None, []
+    for line in head.decode("latin-1").splitlines():
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            return None
+        name, value = name.strip(), value.strip()
+        if name.lower() == "status":
+            status = value
+        else:
+            headers.append((name, value))
+    names = {name.lower() for name, _ in headers}
+    if status is None:
+        status = "302 Found" if "location" in names else "200 OK"
+    if "content-type" not in names:
+        # Redirects may omit it (RFC 3875 6.2.3); WSGI wants one on every response.
+        headers.append(("Content-Type", "text/plain; charset=utf-8"))
+    return status, headers, content
+
+
+def _fail(message: str) -> int:
+    # Still a valid CGI response, so the server shows a 500 rather than a gateway error.
+    traceback.print_exc(file=sys.stderr)
+    out = sys.stdout.buffer
+    out.write(b"Status: 500 Internal Server Error\r\n")
+    out.write(b"Content-Type: text/plain; charset=utf-8\r\n\r\n")
+    out.write(message.encode("utf-8") + b"\n")
+    out.flush()
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ptl_wsgi.cgi SCRIPT``: run a one-file PTL CGI application."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m ptl_wsgi.cgi SCRIPT  (usually from a #! line)", file=sys.stderr)
+        return 2
+    try:
+        run_script(args[0])
+    except SystemExit:
+        raise
+    except BaseException:
+        return _fail("The CGI script failed to start; the details are in the server's error log.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

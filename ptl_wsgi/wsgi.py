@@ -1,0 +1,395 @@
+"""Views as WSGI applications, and middleware that brings templates to any WSGI app.
+
+A *view* is a callable ``view(request)`` taking a werkzeug
+:class:`~werkzeug.wrappers.Request`; :func:`view` turns it into a WSGI
+application::
+
+    from ptl_wsgi.wsgi import view
+
+    @view
+    def app(request):
+        return htmltext("<p>Hello, %s</p>") % request.args.get("name", "world")
+
+What a view may return, and what is sent (see :func:`make_response`):
+
+* :class:`~ptl_wsgi.html.htmltext` (what ``[html]`` templates return): ``text/html; charset=utf-8``
+* ``str``: ``text/plain; charset=utf-8`` unless a content type is given
+* ``bytes``: ``application/octet-stream`` unless a content type is given
+* a werkzeug ``Response`` (or any ``HTTPException``): as it is
+* a generator or iterator: streamed, see :func:`stream`
+* ``(body, status)`` or ``(body, status, headers)``
+
+The request being served is available to templates through
+:func:`current_request`, which reads a context variable, so one application
+object serves many threads at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from types import GeneratorType
+from typing import TYPE_CHECKING, Any
+
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Request, Response
+
+from ptl_wsgi.html import htmlescape, htmltext
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from ptl_wsgi.loader import Loader
+
+__all__ = [
+    "LOADER_KEY",
+    "Middleware",
+    "Request",
+    "Response",
+    "View",
+    "current_loader",
+    "current_request",
+    "debug_default",
+    "error_response",
+    "make_response",
+    "render",
+    "stream",
+    "view",
+]
+
+log = logging.getLogger(__name__)
+
+#: The environ key under which :class:`Middleware` and views publish their loader.
+LOADER_KEY = "ptl_wsgi.loader"
+
+_request_var: ContextVar[Request | None] = ContextVar("ptl_wsgi_request", default=None)
+
+HTML = "text/html; charset=utf-8"
+
+
+def current_request() -> Request:
+    """The request being served in this thread or task; RuntimeError outside one."""
+    request = _request_var.get()
+    if request is None:
+        raise RuntimeError("no request is being served in this context")
+    return request
+
+
+def current_loader() -> Loader:
+    """The template loader of the view or middleware serving the current request."""
+    loader = current_request().environ.get(LOADER_KEY)
+    if loader is None:
+        raise RuntimeError("no template loader: pass loader=... to the view or Middleware")
+    return loader
+
+
+def render(name: str, context: Mapping[str, Any] | None = None, **values: Any) -> Any:
+    """Render template *name* (``"page.ptl:body"``) with the current loader."""
+    merged = {**context, **values} if context else values
+    return current_loader().render(name, merged)
+
+
+def debug_default() -> bool:
+    """Debugging is on when the environment sets ``PTL_WSGI_DEBUG=1``."""
+    return os.environ.get("PTL_WSGI_DEBUG", "") not in ("", "0")
+
+
+# -- turning return values into responses -------------------------------------------------
+
+
+def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) -> Response:
+    """A response that sends *chunks* as they are produced.
+
+    For ``text/html`` every chunk that is not markup is escaped, as in an
+    ``[html]`` template; str chunks are sent as UTF-8, bytes as they are.
+    The iterable's ``close()`` is called when the server closes the response.
+    """
+    escape = htmlescape if mimetype == "text/html" else None
+    return Response(_encoded(chunks, escape), mimetype=mimetype, **kwargs)
+
+
+class _encoded:
+    """Iterate *chunks* as bytes, forwarding ``close()`` to them."""
+
+    __slots__ = ("_chunks", "_escape", "_iter")
+
+    def __init__(self, chunks: Iterable[Any], escape: Callable[[Any], str] | None) -> None:
+        self._chunks = chunks
+        self._iter = iter(chunks)
+        self._escape = escape
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._iter)
+        if isinstance(chunk, (bytes, bytearray)):
+            return bytes(chunk)
+        if self._escape is not None:
+            chunk = self._escape(chunk)
+        elif not isinstance(chunk, str):
+            chunk = str(chunk)
+        return chunk.encode("utf-8")
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def make_response(rv: Any, content_type: str | None = None) -> Response:
+    """Turn what a view returned into a werkzeug Response (see the module doc)."""
+    status: int | str | None = None
+    headers: Any = None
+    if isinstance(rv, tuple):
+        if len(rv) == 2 and isinstance(rv[1], (Mapping, list)):
+            rv, headers = rv
+        elif len(rv) in (2, 3):
+            rv, status, *rest = rv
+            headers = rest[0] if rest else None
+        else:
+            raise TypeError("a view's tuple must be (body, status) or (body, status, headers)")
+    if isinstance(rv, HTTPException):
+        rv = rv.get_response()
+    if isinstance(rv, Response):
+        if status is not None:
+            rv.status = status  # type: ignore[assignment]
+        if headers:
+            rv.headers.update(headers)
+        return rv
+    has_type = headers is not None and any(
+        k.lower() == "content-type"
+        for k in (headers.keys() if isinstance(headers, Mapping) else (h[0] for h in headers))
+    )
+    if isinstance(rv, htmltext):
+        kind = HTML
+    elif isinstance(rv, str):
+        kind = content_type or "text/plain; charset=utf-8"
+    elif isinstance(rv, (bytes, bytearray)):
+        kind = content_type or "application/octet-stream"
+    elif hasattr(rv, "__html__"):
+        rv, kind = htmltext(rv), HTML
+    elif isinstance(rv, (GeneratorType, Iterator)):
+        return stream(rv, status=status, headers=headers)
+    elif rv is None:
+        raise TypeError("the view returned None; return a body, a Response or raise an error")
+    else:
+        raise TypeError(f"a view cannot return {type(rv).__name__!r}")
+    return Response(rv, status=status, headers=headers, content_type=None if has_type else kind)
+
+
+_ERROR_PAGE = htmltext(
+    "<!doctype html>\n<html><head><title>%(title)s</title></head>\n"
+    "<body><h1>%(title)s</h1>\n%(body)s</body></html>\n"
+)
+
+
+def error_response(exc: BaseException, debug: bool = False) -> Response:
+    """The 500 response for an unexpected error: generic, or the traceback when debugging.
+
+    Template frames show their ``.ptl`` file and line, since compiled
+    templates keep the template's filename.
+    """
+    title = "500 Internal Server Error"
+    if debug:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        body = htmltext("<pre>%s</pre>\n") % trace
+    else:
+        body = htmltext("<p>The server could not complete the request.</p>\n")
+    page = _ERROR_PAGE % {"title": title, "body": body}
+    return Response(page, status=500, content_type=HTML)
+
+
+# -- the WSGI side --------------------------------------------------------------------------
+
+
+def _exact(value: Any) -> str:
+    # wsgiref.validate (and PEP 3333) want type(x) is str, not htmltext or another subclass.
+    if type(value) is str:
+        return value
+    return str.__str__(value) if isinstance(value, str) else str(value)
+
+
+def _strict_start_response(start_response: StartResponse) -> StartResponse:
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        clean = [(_exact(k), _exact(v)) for k, v in headers]
+        if exc_info is None:
+            return start_response(_exact(status), clean)
+        return start_response(_exact(status), clean, exc_info)
+
+    return start  # type: ignore[return-value]
+
+
+class _InContext:
+    """Iterate a response body with *request* current, keeping ``close()``."""
+
+    __slots__ = ("_app_iter", "_iter", "_request")
+
+    def __init__(self, app_iter: Iterable[bytes], request: Request) -> None:
+        self._app_iter = app_iter
+        self._iter: Iterator[bytes] | None = None
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        token = _request_var.set(self._request)
+        try:
+            if self._iter is None:
+                self._iter = iter(self._app_iter)
+            return next(self._iter)
+        finally:
+            _request_var.reset(token)
+
+    def close(self) -> None:
+        close = getattr(self._app_iter, "close", None)
+        if close is not None:
+            token = _request_var.set(self._request)
+            try:
+                close()
+            finally:
+                _request_var.reset(token)
+
+
+def _is_file_wrapper(app_iter: Any, environ: WSGIEnvironment) -> bool:
+    wrapper = environ.get("wsgi.file_wrapper")
+    return isinstance(wrapper, type) and isinstance(app_iter, wrapper)
+
+
+def _respond(
+    app_iter: Iterable[bytes], request: Request, environ: WSGIEnvironment
+) -> Iterable[bytes]:
+    # Lists need no context; wrapping a server's file wrapper would defeat sendfile().
+    if isinstance(app_iter, (list, tuple)) or _is_file_wrapper(app_iter, environ):
+        return app_iter
+    return _InContext(app_iter, request)
+
+
+class View:
+    """A WSGI application that calls ``func(request)`` and sends what it returns.
+
+    Werkzeug HTTP exceptions become their responses; any other exception is
+    logged and becomes a generic 500, or a traceback page when *debug* is on.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[Request], Any],
+        *,
+        debug: bool | None = None,
+        content_type: str | None = None,
+        loader: Loader | None = None,
+        request_class: type[Request] = Request,
+    ) -> None:
+        self.func = func
+        self.debug = debug_default() if debug is None else debug
+        self.content_type = content_type
+        self.loader = loader
+        self.request_class = request_class
+        self.__name__ = getattr(func, "__name__", type(self).__name__)
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.__wrapped__ = func
+
+    def handle(self, request: Request) -> Any:
+        """Produce the view's return value for *request* (subclasses override)."""
+        return self.func(request)
+
+    def get_response(self, request: Request) -> Response:
+        """Call the view with *request* current and turn any outcome into a Response."""
+        token = _request_var.set(request)
+        try:
+            return make_response(self.handle(request), self.content_type)
+        except HTTPException as exc:
+            return exc.get_response(request.environ)
+        except Exception as exc:
+            log.exception("error serving %s %s", request.method, request.full_path.rstrip("?"))
+            return error_response(exc, self.debug)
+        finally:
+            _request_var.reset(token)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if self.loader is not None:
+            environ[LOADER_KEY] = self.loader
+        request = self.request_class(environ)
+        response = self.get_response(request)
+        app_iter = response(environ, _strict_start_response(start_response))
+        return _respond(app_iter, request, environ)
+
+
+def view(
+    func: Callable[[Request], Any] | None = None,
+    *,
+    debug: bool | None = None,
+    content_type: str | None = None,
+    loader: Loader | None = None,
+) -> Any:
+    """Make ``func(request)`` a WSGI application; usable as ``@view`` or ``@view(...)``."""
+    if func is None:
+        return lambda f: View(f, debug=debug, content_type=content_type, loader=loader)
+    return View(func, debug=debug, content_type=content_type, loader=loader)
+
+
+class Middleware:
+    """Wrap a WSGI application to give it templates, the current request and sub-views.
+
+    * ``environ["ptl_wsgi.loader"]`` (and :func:`current_loader`, :func:`render`)
+      give the application *loader*;
+    * :func:`current_request` works while the application runs and while its
+      response body is iterated, so templates called from it can use it;
+    * *views* maps path prefixes to views (``{"/hello": hello}``) that are served
+      like :func:`view` serves them, with the prefix moved to ``SCRIPT_NAME``.
+
+    Every other response of the application passes through untouched,
+    ``close()`` and ``wsgi.file_wrapper`` included.
+    """
+
+    def __init__(
+        self,
+        app: WSGIApplication,
+        loader: Loader | None = None,
+        views: Mapping[str, Callable[[Request], Any]] | None = None,
+        *,
+        debug: bool | None = None,
+    ) -> None:
+        self.app = app
+        self.loader = loader
+        self.debug = debug_default() if debug is None else debug
+        self.views: dict[str, View] = {}
+        for prefix, func in (views or {}).items():
+            self.mount(prefix, func)
+
+    def mount(self, prefix: str, func: Callable[[Request], Any]) -> View:
+        """Serve *func* (a view, or a :class:`View`) at *prefix* and below it."""
+        if not prefix.startswith("/") or (prefix.endswith("/") and prefix != "/"):
+            raise ValueError(f"a mount prefix looks like '/name', not {prefix!r}")
+        wrapped = func if isinstance(func, View) else View(func, debug=self.debug)
+        self.views[prefix] = wrapped
+        return wrapped
+
+    def _match(self, path: str) -> tuple[str, View] | None:
+        for prefix, mounted in self.views.items():
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                return prefix, mounted
+        return None
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if self.loader is not None:
+            environ[LOADER_KEY] = self.loader
+        found = self._match(environ.get("PATH_INFO", "") or "/") if self.views else None
+        if found is not None:
+            prefix, mounted = found
+            environ = dict(environ)
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + prefix.rstrip("/")
+            environ["PATH_INFO"] = environ.get("PATH_INFO", "")[len(prefix.rstrip("/")) :]
+            return mounted(environ, start_response)
+        request = Request(environ, populate_request=False)
+        token = _request_var.set(request)
+        try:
+            app_iter = self.app(environ, start_response)
+        finally:
+            _request_var.reset(token)
+        return _respond(app_iter, request, environ)
