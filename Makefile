@@ -1,7 +1,7 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-all bench lint memcheck strict-build clean
+.PHONY: demo test test-all test-django42 bench lint memcheck strict-build fuzz clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
@@ -25,4 +25,10 @@ memcheck:        ## the htmltext tests against the C accelerator under AddressSa
 	$(PYTHON) dev.py setup && bash tools/memcheck.sh
 
 clean:
-	rm -rf build .venv .venv-3.* ptl_wsgi/*.so *.egg-info .pytest_cache
+	rm -rf build .venv .venv-* ptl_wsgi/*.so *.egg-info .pytest_cache
+
+test-django42:   ## the Django tests against Django 4.2 LTS
+	$(PYTHON) dev.py test-django42
+
+fuzz:            ## atheris targets for the C escaping and the compiler (60 s each)
+	$(PYTHON) dev.py setup && bash tools/fuzz.sh

@@ -5,8 +5,9 @@ Needs only Python 3 (and a C compiler for the accelerator)::
 
     python3 dev.py demo        # venv + install, then serve the example sites
     python3 dev.py test        # venv + install, then the whole test suite
-    python3 dev.py test-all    # the suite on every supported Python found
+    python3 dev.py test-all    # the fast tests on the other supported Pythons found
     python3 dev.py bench       # the benchmarks, results as ratios
+    python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
 
 Extra arguments after ``test`` go to pytest, after ``demo`` to the demo server.
 The Makefile's targets call this script.
@@ -26,7 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 # Files whose change means the venv must be reinstalled (deps or the C build).
-STAMPED = ("pyproject.toml", "setup.py", "ptl_wsgi/_htmltext_c.c")
+STAMPED = ("pyproject.toml", "setup.py", "dev.py", "ptl_wsgi/_htmltext_c.c")
+# Programs some end-to-end tests drive (a browser, a CGI web server); the tests
+# skip with a reason where they are missing and cannot be installed.
+SYSTEM_TOOLS = {"chromium": "chromium", "lighttpd": "lighttpd"}
 
 
 def venv_dir(version: str | None = None) -> Path:
@@ -72,10 +76,28 @@ def ensure_venv(version: str | None = None) -> Path:
         run([interpreter, "-m", "venv", str(where)])
     elif not python.exists():
         venv.EnvBuilder(with_pip=True).create(where)
-    run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    # setup.py build_ext (make strict-build, the C tests) runs with the venv's own
+    # setuptools, which must understand the PEP 639 license field.
+    run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip", "setuptools>=77"])
     run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"])
     stamp_file.write_text(stamp())
     return python
+
+
+def ensure_system_tools() -> None:
+    """Install the browser and web server the end-to-end tests use, where apt and root allow."""
+    missing = [pkg for tool, pkg in SYSTEM_TOOLS.items() if shutil.which(tool) is None]
+    if not missing:
+        return
+    can_install = shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0
+    if not can_install:
+        print(f"dev.py: {', '.join(missing)} not installed; the tests that need them will skip")
+        return
+    print(f"dev.py: installing {', '.join(missing)} for the end-to-end tests", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    quiet = {"stdout": subprocess.DEVNULL, "env": env}
+    if subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0:
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], **quiet)
 
 
 def run(command: list[str], **kwargs) -> None:
@@ -91,9 +113,11 @@ def main(argv: list[str]) -> None:
         ensure_venv()
     elif task == "test":
         python = ensure_venv()
+        ensure_system_tools()
         run([str(python), "-m", "pytest", *args])
     elif task == "test-all":
-        versions = args or list(SUPPORTED)
+        current = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        versions = args or [v for v in SUPPORTED if v != current]
         missing = [v for v in versions if find_python(v) is None]
         if missing:
             print(f"dev.py: skipping Python {', '.join(missing)}: not installed", flush=True)
@@ -104,7 +128,19 @@ def main(argv: list[str]) -> None:
             run([str(python), "-m", "pytest", "-q", "-m", "not slow"])
     elif task == "demo":
         python = ensure_venv()
-        run([str(python), "-m", "ptl_wsgi.demo", *args])
+        run([str(python), "example_sites/serve.py", *args])
+    elif task == "test-django42":
+        # The project comes from the source tree (PYTHONPATH), so this venv needs
+        # only the test dependencies, with Django pinned to the LTS series.
+        where = venv_dir("django42")
+        python = venv_python(where)
+        if not python.exists():
+            venv.EnvBuilder(with_pip=True).create(where)
+            run([str(python), "-m", "pip", "install", "--quiet", "django>=4.2,<4.3",
+                 "pytest", "pytest-django", "werkzeug", "flask", "hypothesis"])
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "tests/test_django.py", "tests/test_example_django.py", *args], env=env)
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])
