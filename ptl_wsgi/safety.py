@@ -31,6 +31,7 @@ from typing import Any
 from ptl_wsgi.html import htmlescape, htmltext
 
 __all__ = [
+    "CSP_NONCE_KEY",
     "DEFAULT_SCHEMES",
     "UNSAFE_URL",
     "URL_ATTRIBUTES",
@@ -257,6 +258,12 @@ def json_script(value: Any, element_id: str | None = None, nonce: str | None = N
 _nonce: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "ptl_wsgi_csp_nonce", default=None
 )
+
+#: Where the framework adapters keep the request's nonce: the WSGI environ
+#: (Flask's ``request.environ``, Django's ``request.META``).  Unlike the context
+#: variable, it is there for as long as the request object lives.
+CSP_NONCE_KEY = "ptl_wsgi.csp_nonce"
+
 _DIRECTIVE_NAME = re.compile(r"[a-z][a-z0-9\-]*\Z")
 # Printable ASCII but for space, "," and ";", which would split the header.
 _CSP_SOURCE = re.compile(r"[\x21-\x2b\x2d-\x3a\x3c-\x7e]+\Z")
@@ -289,13 +296,15 @@ def csp_nonce() -> str:
 
 
 @contextmanager
-def nonce_scope() -> Iterator[str]:
-    """Set a fresh nonce for the duration of one request and restore the old state after.
+def nonce_scope(nonce: str | None = None) -> Iterator[str]:
+    """Set a fresh nonce (or *nonce*) for one request and restore the old state after.
 
     Restoring matters: a server that reuses threads would otherwise hand one
-    request's nonce to the next.
+    request's nonce to the next.  Passing the request's *nonce* again re-enters
+    its scope, e.g. around each step of a streamed response body.
     """
-    nonce = secrets.token_urlsafe(18)
+    if nonce is None:
+        nonce = secrets.token_urlsafe(18)
     token = _nonce.set(nonce)
     try:
         yield nonce

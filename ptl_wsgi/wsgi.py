@@ -21,7 +21,9 @@ What a view may return, and what is sent (see :func:`make_response`):
 
 The request being served is available to templates through
 :func:`current_request`, which reads a context variable, so one application
-object serves many threads at once.
+object serves many threads at once.  :class:`CSP` adds a Content-Security-Policy
+with a per-request nonce, which templates read with
+:func:`ptl_wsgi.safety.csp_nonce`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
 from ptl_wsgi.html import htmlescape, htmltext
+from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from ptl_wsgi.loader import Loader
 
 __all__ = [
+    "CSP",
     "LOADER_KEY",
     "Middleware",
     "Request",
@@ -393,3 +397,74 @@ class Middleware:
         finally:
             _request_var.reset(token)
         return _respond(app_iter, request, environ)
+
+
+# -- Content-Security-Policy -----------------------------------------------------------------
+
+
+class _InNonceScope:
+    """Iterate a response body inside the request's nonce scope, keeping ``close()``.
+
+    The scope is entered and left around each step, not held from one step to
+    the next: the server may iterate from another context (a reset there would
+    fail), or stop iterating, and between steps the thread may serve others.
+    """
+
+    __slots__ = ("_app_iter", "_iter", "_nonce")
+
+    def __init__(self, app_iter: Iterable[bytes], nonce: str) -> None:
+        self._app_iter = app_iter
+        self._iter: Iterator[bytes] | None = None
+        self._nonce = nonce
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        with nonce_scope(self._nonce):
+            if self._iter is None:
+                self._iter = iter(self._app_iter)
+            return next(self._iter)
+
+    def close(self) -> None:
+        close = getattr(self._app_iter, "close", None)
+        if close is not None:
+            with nonce_scope(self._nonce):
+                close()
+
+
+class CSP:
+    """Wrap a WSGI application to send a ``Content-Security-Policy`` with a fresh nonce.
+
+    While the application runs and while its body is iterated,
+    :func:`ptl_wsgi.safety.csp_nonce` returns the request's nonce (it is also
+    in ``environ["ptl_wsgi.csp_nonce"]``), and the response's header names
+    it.  *directives* go to :func:`~ptl_wsgi.safety.content_security_policy`.
+    A response that already has the header keeps its own.
+    """
+
+    def __init__(
+        self,
+        app: WSGIApplication,
+        directives: Mapping[str, str | Iterable[str] | None] | None = None,
+    ) -> None:
+        self.app = app
+        self.directives = dict(directives or {})
+        content_security_policy("n", self.directives)  # a bad directive fails here, not per request
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        with nonce_scope() as nonce:
+            environ[CSP_NONCE_KEY] = nonce
+            policy = content_security_policy(nonce, self.directives)
+
+            def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                if not any(name.lower() == "content-security-policy" for name, _ in headers):
+                    headers = [*headers, ("Content-Security-Policy", policy)]
+                if exc_info is None:
+                    return start_response(status, headers)
+                return start_response(status, headers, exc_info)
+
+            app_iter = self.app(environ, start)
+        if isinstance(app_iter, (list, tuple)) or _is_file_wrapper(app_iter, environ):
+            return app_iter
+        return _InNonceScope(app_iter, nonce)

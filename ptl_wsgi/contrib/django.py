@@ -11,6 +11,8 @@
 
 The engine claims only names of ``.ptl`` files (``"polls/index.ptl"``,
 ``"polls/index.ptl:row"``), so other names fall through to the next engine.
+:class:`CSPMiddleware` adds a Content-Security-Policy with a per-request nonce,
+which templates rendered with the request receive as ``csp_nonce``.
 See ``docs/django.md``.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.dispatch import receiver
@@ -39,8 +42,9 @@ from django.utils.module_loading import import_string
 from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.html import htmlescape
+from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
-__all__ = ["PTLTemplates", "Template", "html_response"]
+__all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response"]
 
 _OPTIONS = ("auto_reload", "context_processors")
 _CONTEXT_LINES = 10
@@ -132,13 +136,16 @@ class Template:
     def render(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
     ) -> Any:
-        """Render with *context*; a *request* adds ``request``, ``csrf_input``, ``csrf_token``
-        and the context processors' values (the view's *context* wins over them)."""
+        """Render with *context*; a *request* adds ``request``, ``csrf_input``, ``csrf_token``,
+        ``csp_nonce`` (under :class:`CSPMiddleware`) and the context processors' values
+        (the view's *context* wins over them)."""
         full: dict[str, Any] = {}
         if request is not None:
             full["request"] = request
             full["csrf_input"] = csrf_input_lazy(request)
             full["csrf_token"] = csrf_token_lazy(request)
+            if CSP_NONCE_KEY in request.META:
+                full["csp_nonce"] = request.META[CSP_NONCE_KEY]
             for processor in self.backend.template_context_processors:
                 full.update(processor(request))
         full.update(context or {})
@@ -148,6 +155,51 @@ class Template:
         except Exception as exc:
             _annotate(exc, self)
             raise
+
+
+class CSPMiddleware:
+    """Send a ``Content-Security-Policy`` naming a fresh nonce with every response.
+
+    The nonce is ``csp_nonce`` in PTL templates rendered with the request,
+    ``request.META["ptl_wsgi.csp_nonce"]``, and :func:`ptl_wsgi.safety.csp_nonce`
+    while the view runs.  The ``PTL_CSP_DIRECTIVES`` setting adds directives
+    (see :func:`~ptl_wsgi.safety.content_security_policy`).  A response that
+    already has the header keeps its own.  Sync and async.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.directives = getattr(settings, "PTL_CSP_DIRECTIVES", None) or {}
+        try:
+            content_security_policy("n", self.directives)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"PTL_CSP_DIRECTIVES: {exc}") from None
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self._acall(request)
+        with nonce_scope() as nonce:
+            request.META[CSP_NONCE_KEY] = nonce
+            response = self.get_response(request)
+        return self._add_header(response, nonce)
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        # Set and reset within this coroutine: one task, one context.
+        with nonce_scope() as nonce:
+            request.META[CSP_NONCE_KEY] = nonce
+            response = await self.get_response(request)
+        return self._add_header(response, nonce)
+
+    def _add_header(self, response: HttpResponse, nonce: str) -> HttpResponse:
+        policy = content_security_policy(nonce, self.directives)
+        response.setdefault("Content-Security-Policy", policy)
+        return response
 
 
 def html_response(content: Any, status: int = 200, **kwargs: Any) -> HttpResponse:

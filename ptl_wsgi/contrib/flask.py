@@ -20,6 +20,9 @@ template conventions::
   blueprint: ``request``, ``g``, ...) and its template globals (``url_for``,
   ``get_flashed_messages``, ``config``, ``session``, ...); a template receives
   the keys it declares as parameters, or all of them with ``**kwargs``.
+- With ``PTL_CSP = True``, every response gets a ``Content-Security-Policy``
+  naming a fresh per-request nonce (``PTL_CSP_DIRECTIVES`` adds directives),
+  which templates receive as ``csp_nonce``.
 """
 
 from __future__ import annotations
@@ -27,15 +30,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jinja2
-from flask import Flask, current_app, request, stream_with_context
+from flask import Flask, Response, current_app, has_request_context, request, stream_with_context
 from flask.signals import before_render_template, template_rendered
 from jinja2.defaults import DEFAULT_NAMESPACE
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi.html import htmlescape, htmltext
+from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
 __all__ = ["PTL", "TemplateNotFound", "get_loader", "render_template", "stream_template"]
 
@@ -56,10 +61,18 @@ class PTL:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        """Register PTL on *app*: ``PTL_*`` config defaults and ``app.extensions["ptl"]``."""
+        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``
+        and the CSP request hooks (idle unless ``PTL_CSP`` is true)."""
         app.config.setdefault("PTL_AUTO_RELOAD", None)
         app.config.setdefault("PTL_SEARCH_PATH", [])
+        app.config.setdefault("PTL_CSP", False)
+        app.config.setdefault("PTL_CSP_DIRECTIVES", {})
         app.extensions["ptl"] = _AppState(app)
+        # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
+        app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
+        app.after_request(_csp_header)
+        app.teardown_request(_csp_end)
+        app.context_processor(_csp_context)
 
 
 class _AppState:
@@ -109,6 +122,67 @@ def get_loader(app: Flask | None = None) -> _loader.Loader:
     return loader
 
 
+# -- Content-Security-Policy nonce: one scope per request context -----------------------------
+
+_SCOPE_ATTR = "_ptl_csp_scope"
+
+
+def _csp_on() -> bool:
+    return has_request_context() and bool(current_app.config["PTL_CSP"])
+
+
+def _request_nonce() -> str:
+    """The request's nonce; the first call opens its scope, which teardown closes."""
+    nonce: str | None = request.environ.get(CSP_NONCE_KEY)
+    if nonce is None:
+        scope: AbstractContextManager[str] = nonce_scope()
+        nonce = request.environ[CSP_NONCE_KEY] = scope.__enter__()
+        setattr(request, _SCOPE_ATTR, scope)
+    return nonce
+
+
+def _csp_begin() -> None:
+    if _csp_on():
+        _request_nonce()
+
+
+def _csp_header(response: Response) -> Response:
+    if _csp_on():
+        directives = current_app.config["PTL_CSP_DIRECTIVES"]
+        policy = content_security_policy(_request_nonce(), directives)
+        response.headers.setdefault("Content-Security-Policy", policy)
+    return response
+
+
+def _csp_end(exc: BaseException | None) -> None:
+    # Teardown runs where Flask resets its own context variables: in wsgi_app,
+    # where the scope was opened (Flask 3.1 runs it once more after a
+    # stream_with_context stream, with no scope left to close), or, in Flask
+    # 3.0, at the end of such a stream.
+    scope: AbstractContextManager[str] | None = getattr(request, _SCOPE_ATTR, None)
+    if scope is not None:
+        delattr(request, _SCOPE_ATTR)
+        scope.__exit__(None, None, None)
+
+
+def _csp_context() -> dict[str, str]:
+    return {"csp_nonce": _request_nonce()} if _csp_on() else {}
+
+
+def _in_nonce_scope(chunks: Iterator[htmltext], nonce: str) -> Iterator[htmltext]:
+    """*chunks*, each produced with *nonce* current: a stream runs after teardown.
+
+    The scope is left before each yield, so it never outlives a step of the
+    server's iteration, whatever context that runs in.
+    """
+    while True:
+        with nonce_scope(nonce):
+            chunk = next(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
 def _prepare(name: str, context: dict[str, Any]) -> tuple[Flask, _loader.Template, dict[str, Any]]:
     """The app, the template and what it is called with; *context* gets Flask's additions."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -156,9 +230,11 @@ def stream_template(name: str, /, **context: Any) -> Iterator[htmltext]:
     """
     app, template, full_context = _prepare(name, context)
     result = template.render(full_context)
+    nonce = request.environ.get(CSP_NONCE_KEY) if request else None
 
     def generate() -> Iterator[htmltext]:
-        yield from _chunks(result)
+        chunks = _chunks(result)
+        yield from chunks if nonce is None else _in_nonce_scope(chunks, nonce)
         template_rendered.send(
             app, _async_wrapper=app.ensure_sync, template=template, context=context
         )
