@@ -90,7 +90,7 @@ def current_loader() -> Loader:
     return loader
 
 
-def render(name: str, context: Mapping[str, Any] | None = None, **values: Any) -> Any:
+def render(name: str, context: Mapping[str, Any] | None = None, /, **values: Any) -> Any:
     """Render template *name* (``"page.ptl:body"``) with the current loader."""
     merged = {**context, **values} if context else values
     return current_loader().render(name, merged)
