@@ -27,7 +27,8 @@ def version_text() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptl-wsgi",
-        description="Tools for PTL templates: compile, check and inspect .ptl files.",
+        description="Tools for PTL templates: compile, check, inspect, render, serve and "
+        "convert .ptl files.",
     )
     parser.add_argument(
         "--version", action="store_true", help="print versions and whether the C accelerator is on"
@@ -55,7 +56,68 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("file", metavar="FILE", help="a .ptl file")
     show.set_defaults(handler=_show)
+    _add_render(commands)
+    _add_serve(commands)
+    _add_convert(commands)
     return parser
+
+
+def _add_render(commands: argparse._SubParsersAction) -> None:
+    render = commands.add_parser(
+        "render",
+        help="render a template with JSON arguments and print the result",
+        description="Render FILE.ptl's template FUNC (default: render) and print the output. "
+        "A JSON object gives the arguments, by the loader's context rules. FILE's "
+        "directory (or --root) is the template directory that relative imports start from.",
+    )
+    render.add_argument(
+        "--root",
+        metavar="DIR",
+        help="the template directory, for templates that import from above their own",
+    )
+    render.add_argument("template", metavar="FILE.ptl[:FUNC]", help="the template to render")
+    source = render.add_mutually_exclusive_group()
+    source.add_argument("--json", metavar="OBJECT", help="the arguments as a JSON object")
+    source.add_argument(
+        "--json-file", metavar="FILE", help="read the JSON object from FILE ('-': stdin)"
+    )
+    render.set_defaults(handler=_render)
+
+
+def _add_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve a directory of templates, or a publisher, for development",
+        description="Serve the templates in DIR (/blog/post renders blog/post.ptl's render "
+        "with the query parameters as arguments; / lists them); edits show at the next "
+        "request. With --publisher, serve MODULE:ROOT (a Directory, imported with DIR "
+        "first on sys.path) and restart on edits. Tracebacks are shown: development only.",
+    )
+    serve.add_argument("directory", nargs="?", default=".", metavar="DIR", help="default: .")
+    serve.add_argument(
+        "--publisher", metavar="MODULE:ROOT", help="serve this Directory (or class) instead"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000, help="default: 8000")
+    serve.set_defaults(handler=_serve)
+
+
+def _add_convert(commands: argparse._SubParsersAction) -> None:
+    convert = commands.add_parser(
+        "convert",
+        help="convert Quixote 3.x @ptl_html/@ptl_plain templates to this syntax",
+        description="Convert Quixote 3.x decorator-style PTL (@ptl_html, @ptl_plain, F'' "
+        "h-strings, quixote.html imports) to def f [html] (...) templates, printing the "
+        "result. Warnings (file:line:col) name literals whose meaning changes and what "
+        "could not be converted: read them.",
+    )
+    convert.add_argument("files", nargs="+", metavar="FILE", help="a .ptl file")
+    mode = convert.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the files in place")
+    mode.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a file would change"
+    )
+    convert.set_defaults(handler=_convert)
 
 
 def _ptl_files(paths: Sequence[str]) -> Iterator[str]:
@@ -126,6 +188,137 @@ def _show(args: argparse.Namespace) -> int:
         return 1
     print(ast.unparse(tree))
     return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    import json
+
+    from ptl_wsgi.loader import Loader, TemplateArgumentError, TemplateNotFound, split_name
+
+    path, function = split_name(args.template)
+    try:
+        if args.json_file == "-":
+            context = json.load(sys.stdin)
+        elif args.json_file:
+            with open(args.json_file, encoding="utf-8") as f:
+                context = json.load(f)
+        else:
+            context = json.loads(args.json or "{}")
+    except (OSError, ValueError) as exc:
+        print(f"{args.json_file or '--json'}: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(context, dict):
+        print(f"{path}:1:1: the JSON arguments must be an object", file=sys.stderr)
+        return 1
+    directory, filename = os.path.split(os.path.abspath(path))
+    if args.root:
+        directory = os.path.abspath(args.root)
+        filename = os.path.relpath(os.path.abspath(path), directory).replace(os.sep, "/")
+        if filename.startswith("../"):
+            print(f"{path}:1:1: not under --root {args.root}", file=sys.stderr)
+            return 1
+    loader = Loader([directory])
+    try:
+        output = loader.render(f"{filename}:{function}", context)
+    except SyntaxError as exc:
+        print(_location(exc, exc.filename or path), file=sys.stderr)
+        return 1
+    except TemplateNotFound as exc:
+        print(f"{path}:1:1: {exc.reason or exc}", file=sys.stderr)
+        return 1
+    except TemplateArgumentError as exc:
+        line = loader.get_template(f"{filename}:{function}").function.__code__.co_firstlineno
+        print(f"{path}:{line}:1: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(_traceback_location(exc, path), file=sys.stderr)
+        return 1
+    finally:
+        loader.close()
+    print(output)
+    return 0
+
+
+def _traceback_location(exc: BaseException, path: str) -> str:
+    """``file:line:col: Type: message`` at the innermost frame in a .ptl file."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    frame = ([f for f in frames if f.filename.endswith(".ptl")] or frames or [None])[-1]
+    where = f"{path}:1:1"
+    if frame is not None:
+        # The file as the user named it, when the error is in that file.
+        file = path if frame.filename == os.path.abspath(path) else frame.filename
+        where = f"{file}:{frame.lineno}:{(getattr(frame, 'colno', None) or 0) + 1}"
+    return f"{where}: {type(exc).__name__}: {exc}"
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from werkzeug.serving import run_simple
+
+    from ptl_wsgi import devserver
+
+    if args.publisher:
+        try:
+            app = devserver.publisher_app(args.publisher, args.directory)
+        except (ImportError, AttributeError, TypeError, ValueError, SyntaxError) as exc:
+            print(f"{args.publisher}: {exc}", file=sys.stderr)
+            return 1
+    elif os.path.isdir(args.directory):
+        app = devserver.template_app(args.directory)
+    else:
+        print(f"{args.directory}: not a directory", file=sys.stderr)
+        return 1
+    # The publisher's modules are ordinary imports: a restart is the only clean reload.
+    run_simple(
+        args.host,
+        args.port,
+        app,
+        use_reloader=bool(args.publisher),
+        reloader_type="stat",
+        threaded=True,
+    )
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    import tokenize
+
+    from ptl_wsgi.convert import convert_source
+
+    status = 0
+    for path in args.files:
+        try:
+            with open(path, "rb") as f:
+                encoding, _ = tokenize.detect_encoding(f.readline)
+            with open(path, encoding=encoding, newline="") as f:
+                result = convert_source(f.read(), path)
+        except SyntaxError as exc:
+            print(_location(exc, path), file=sys.stderr)
+            status = 1
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        for problem in result.warnings:
+            print(
+                f"{path}:{problem.line}:{problem.col}: warning: {problem.message}", file=sys.stderr
+            )
+        if args.check:
+            if result.changed:
+                print(f"{path}: would be converted", file=sys.stderr)
+                status = 1
+        elif args.write:
+            if result.changed:
+                with open(path, "w", encoding=encoding, newline="") as f:
+                    f.write(result.source)
+                print(f"{path}: converted", file=sys.stderr)
+        else:
+            if len(args.files) > 1:
+                print(f"# ==> {path} <==")
+            sys.stdout.write(result.source)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
