@@ -13,6 +13,10 @@
 #include <Python.h>
 #include <stddef.h>
 #include <string.h>
+#if defined(__SSE2__) || defined(_M_X64)
+#  include <emmintrin.h>
+#  define HAVE_SSE2 1
+#endif
 
 #if PY_VERSION_HEX < 0x030C0000
 #  include "structmember.h"
@@ -116,16 +120,31 @@ bind_args(const char *func, const char *const *names, Py_ssize_t nnames, Py_ssiz
     return 0;
 }
 
+/* A 1-tuple that new_text() reuses for exact str arguments: str's tp_new
+   only reads its arguments, and with an exact str nothing it calls can run
+   Python code, so the tuple is never seen by anyone else.  It is untracked
+   by the GC and holds a borrowed reference only for the duration of the
+   call; its item is NULL otherwise. */
+static PyObject *new_args;
+
 /* str.__new__(cls, s) without its per-call type checks; `cls` was checked
    once by register() or is the type of an existing instance. */
 static PyObject *
 new_text(PyTypeObject *cls, PyObject *s)
 {
+    PyObject *result;
+    if (PyUnicode_CheckExact(s) && Py_REFCNT(new_args) == 1 &&
+        PyTuple_GET_ITEM(new_args, 0) == NULL) {
+        PyTuple_SET_ITEM(new_args, 0, s);
+        result = PyUnicode_Type.tp_new(cls, new_args, NULL);
+        PyTuple_SET_ITEM(new_args, 0, NULL);
+        return result;
+    }
     PyObject *args = PyTuple_Pack(1, s);
     if (args == NULL) {
         return NULL;
     }
-    PyObject *result = PyUnicode_Type.tp_new(cls, args, NULL);
+    result = PyUnicode_Type.tp_new(cls, args, NULL);
     Py_DECREF(args);
     return result;
 }
@@ -169,6 +188,125 @@ static const char *const escape_repl[64] = {
     ['"'] = "&quot;", ['&'] = "&amp;", ['\''] = "&#x27;", ['<'] = "&lt;", ['>'] = "&gt;",
 };
 
+/* For 1-byte strings: the growth of every byte value, and what each byte is
+   written as, padded to 8 bytes so that a single fixed-size copy writes any
+   of them (filled in by init_escape_tables()). */
+static unsigned char ucs1_extra_table[256];
+static unsigned char ucs1_repl[256][8];
+
+static void
+init_escape_tables(void)
+{
+    for (int c = 0; c < 256; c++) {
+        if (c < 64 && escape_extra[c]) {
+            ucs1_extra_table[c] = escape_extra[c];
+            memcpy(ucs1_repl[c], escape_repl[c], strlen(escape_repl[c]));
+        }
+        else {
+            ucs1_repl[c][0] = (unsigned char)c;
+        }
+    }
+}
+
+#ifdef HAVE_SSE2
+/* 0xff in every byte of v that is one of & < > " ' */
+static inline __m128i
+sse2_specials(__m128i v)
+{
+    return _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('&')), _mm_cmpeq_epi8(v, _mm_set1_epi8('<'))),
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('>')),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\'')))));
+}
+#endif
+
+/* 16 bytes at a time: each special byte becomes its growth (3, 4 or 5) and
+   _mm_sad_epu8 adds them up, so clean text costs a few instructions per 16
+   characters. */
+static Py_ssize_t
+ucs1_extra(const Py_UCS1 *src, Py_ssize_t n)
+{
+    Py_ssize_t i = 0, extra = 0;
+#ifdef HAVE_SSE2
+    /* Skip clean text 64 bytes at a time first: most text has nothing to
+       escape, and this loop does only comparisons. */
+    for (; i + 64 <= n; i += 64) {
+        const __m128i *block = (const __m128i *)(src + i);
+        __m128i any = _mm_or_si128(
+            _mm_or_si128(sse2_specials(_mm_loadu_si128(block)),
+                         sse2_specials(_mm_loadu_si128(block + 1))),
+            _mm_or_si128(sse2_specials(_mm_loadu_si128(block + 2)),
+                         sse2_specials(_mm_loadu_si128(block + 3))));
+        if (_mm_movemask_epi8(any) != 0) {
+            break;
+        }
+    }
+    const __m128i zero = _mm_setzero_si128();
+    __m128i acc = zero;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i e = _mm_or_si128(
+            _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('&')), _mm_set1_epi8(4)),
+            _mm_or_si128(
+                _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')),
+                                           _mm_cmpeq_epi8(v, _mm_set1_epi8('>'))),
+                              _mm_set1_epi8(3)),
+                _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                           _mm_cmpeq_epi8(v, _mm_set1_epi8('\''))),
+                              _mm_set1_epi8(5))));
+        acc = _mm_add_epi64(acc, _mm_sad_epu8(e, zero));
+    }
+    extra = (Py_ssize_t)_mm_cvtsi128_si64(acc) +
+            (Py_ssize_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+#endif
+    for (; i < n; i++) {
+        extra += ucs1_extra_table[src[i]];
+    }
+    return extra;
+}
+
+/* Writes the escaped src to dst, which ends at `end` (exactly what
+   ucs1_extra() counted).  Clean blocks of 16 are copied whole; otherwise a
+   character is one 8-byte copy from ucs1_repl while there is room for it. */
+static void
+ucs1_write(const Py_UCS1 *src, Py_ssize_t n, Py_UCS1 *dst, const Py_UCS1 *end)
+{
+    Py_ssize_t i = 0;
+#ifdef HAVE_SSE2
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(src + i));
+        if (_mm_movemask_epi8(sse2_specials(v)) == 0) {
+            /* The output left is at least as long as the input left. */
+            _mm_storeu_si128((__m128i *)dst, v);
+            dst += 16;
+            i += 16;
+            continue;
+        }
+        for (Py_ssize_t stop = i + 16; i < stop; i++) {
+            Py_UCS1 c = src[i];
+            if (end - dst >= 8) {
+                memcpy(dst, ucs1_repl[c], 8);
+            }
+            else {
+                memcpy(dst, ucs1_repl[c], (size_t)ucs1_extra_table[c] + 1);
+            }
+            dst += ucs1_extra_table[c] + 1;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        Py_UCS1 c = src[i];
+        if (end - dst >= 8) {
+            memcpy(dst, ucs1_repl[c], 8);
+        }
+        else {
+            memcpy(dst, ucs1_repl[c], (size_t)ucs1_extra_table[c] + 1);
+        }
+        dst += ucs1_extra_table[c] + 1;
+    }
+}
+
 #define DEFINE_ESCAPE(NAME, T)                                          \
     static Py_ssize_t                                                   \
     NAME##_extra(const T *src, Py_ssize_t n)                            \
@@ -196,7 +334,6 @@ static const char *const escape_repl[64] = {
         }                                                               \
     }
 
-DEFINE_ESCAPE(ucs1, Py_UCS1)
 DEFINE_ESCAPE(ucs2, Py_UCS2)
 DEFINE_ESCAPE(ucs4, Py_UCS4)
 
@@ -238,7 +375,7 @@ escape_text(PyObject *s)
     void *dst = PyUnicode_DATA(out);
     switch (PyUnicode_KIND(s)) {
     case PyUnicode_1BYTE_KIND:
-        ucs1_write(src, n, dst);
+        ucs1_write(src, n, dst, (Py_UCS1 *)dst + n + extra);
         break;
     case PyUnicode_2BYTE_KIND:
         ucs2_write(src, n, dst);
@@ -306,6 +443,12 @@ markup_text(PyObject *value)
     if (is_registered_text(value)) {
         return Py_NewRef(value);
     }
+    /* Exact ints and floats have no __html__ (their types are immutable and
+       their instances have no __dict__), and str() of them is made of digits,
+       signs, '.', letters and no markup character: nothing to escape. */
+    if (PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+        return PyObject_Str(value);
+    }
     return markup_generic(value);
 }
 
@@ -321,12 +464,20 @@ plain_text(PyObject *value)
 
 /* -- joining ------------------------------------------------------------- */
 
-/* Owned str pieces gathered before one PyUnicode_Join. */
+/* An owned piece of output: a str, or (for pieces_concat() only) an exact
+   int written as its digits, or a 1-byte exact str escaped while it is
+   copied, which then grows by `extra` characters. */
 typedef struct {
-    PyObject **items;
+    PyObject *obj;
+    Py_ssize_t extra;
+} Piece;
+
+/* Pieces gathered before one join. */
+typedef struct {
+    Piece *items;
     Py_ssize_t len;
     Py_ssize_t cap;
-    PyObject *inline_items[32];
+    Piece inline_items[32];
 } Pieces;
 
 static void
@@ -341,7 +492,7 @@ static void
 pieces_clear(Pieces *p)
 {
     for (Py_ssize_t i = 0; i < p->len; i++) {
-        Py_DECREF(p->items[i]);
+        Py_DECREF(p->items[i].obj);
     }
     if (p->items != p->inline_items) {
         PyMem_Free(p->items);
@@ -349,25 +500,26 @@ pieces_clear(Pieces *p)
     pieces_init(p);
 }
 
-/* Appends `item` (consumed; NULL means an error is already set). */
+/* Appends `item` (consumed; NULL means an error is already set), to be
+   escaped on output if `extra` is not 0. */
 static int
-pieces_push(Pieces *p, PyObject *item)
+pieces_push_extra(Pieces *p, PyObject *item, Py_ssize_t extra)
 {
     if (item == NULL) {
         return -1;
     }
     if (p->len == p->cap) {
-        PyObject **items = NULL;
+        Piece *items = NULL;
         Py_ssize_t cap = p->cap * 2;
-        if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(PyObject *)) {
+        if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(Piece)) {
             if (p->items == p->inline_items) {
-                items = PyMem_Malloc((size_t)cap * sizeof(PyObject *));
+                items = PyMem_Malloc((size_t)cap * sizeof(Piece));
                 if (items != NULL) {
-                    memcpy(items, p->items, (size_t)p->len * sizeof(PyObject *));
+                    memcpy(items, p->items, (size_t)p->len * sizeof(Piece));
                 }
             }
             else {
-                items = PyMem_Realloc(p->items, (size_t)cap * sizeof(PyObject *));
+                items = PyMem_Realloc(p->items, (size_t)cap * sizeof(Piece));
             }
         }
         if (items == NULL) {
@@ -378,21 +530,181 @@ pieces_push(Pieces *p, PyObject *item)
         p->items = items;
         p->cap = cap;
     }
-    p->items[p->len++] = item;
+    p->items[p->len].obj = item;
+    p->items[p->len].extra = extra;
+    p->len++;
     return 0;
+}
+
+/* Appends `item` (consumed; NULL means an error is already set). */
+static inline int
+pieces_push(Pieces *p, PyObject *item)
+{
+    return pieces_push_extra(p, item, 0);
+}
+
+/* Appends markup_text(value), deferring the escaping of a 1-byte exact str
+   to pieces_concat(), which escapes it straight into the result.  An exact
+   int is kept as is (pieces_concat() writes its digits). */
+static int
+pieces_push_markup(Pieces *p, PyObject *value)
+{
+    if (PyUnicode_CheckExact(value) && PyUnicode_IS_READY(value) &&
+        PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND) {
+        Py_ssize_t extra = ucs1_extra(PyUnicode_1BYTE_DATA(value), PyUnicode_GET_LENGTH(value));
+        if (extra > PY_SSIZE_T_MAX / 8) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        return pieces_push_extra(p, Py_NewRef(value), extra);
+    }
+    if (PyLong_CheckExact(value)) {
+        return pieces_push(p, Py_NewRef(value));
+    }
+    return pieces_push(p, markup_text(value));
+}
+
+/* The decimal digits of v, written backwards ending just before `end`;
+   returns where they start. */
+static char *
+format_digits(long long v, char *end)
+{
+    unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--end = (char)('0' + (int)(m % 10));
+        m /= 10;
+    } while (m);
+    if (v < 0) {
+        *--end = '-';
+    }
+    return end;
+}
+
+/* "".join(pieces) written straight into one new str (no tuple, no second
+   pass by str.join); empties `p` whatever happens.  Besides str pieces, `p`
+   may hold exact ints, written as their decimal digits (what str() gives),
+   so that no str is made for each number. */
+static PyObject *
+pieces_concat(Pieces *p)
+{
+    Py_ssize_t total = 0, i;
+    Py_UCS4 maxchar = 0;
+    PyObject *result = NULL;
+    char buf[24];
+    char *const buf_end = buf + sizeof(buf);
+
+    for (i = 0; i < p->len; i++) {
+        PyObject *item = p->items[i].obj;
+        Py_ssize_t len;
+        if (!PyUnicode_Check(item)) {  /* an exact int */
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+            if (!overflow) {
+                if (v == -1 && PyErr_Occurred()) {
+                    goto done;
+                }
+                total += buf_end - format_digits(v, buf_end);
+                continue;
+            }
+            PyObject *text = PyObject_Str(item);
+            if (text == NULL) {
+                goto done;
+            }
+            Py_SETREF(p->items[i].obj, text);
+            item = text;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(item) < 0) {
+            goto done;
+        }
+#endif
+        len = PyUnicode_GET_LENGTH(item) + p->items[i].extra;
+        /* total stays below PY_SSIZE_T_MAX - 24 here, so digits never overflow it. */
+        if (len > PY_SSIZE_T_MAX - 32 - total) {
+            PyErr_SetString(PyExc_OverflowError, "join() result is too long for a Python string");
+            goto done;
+        }
+        total += len;
+        Py_UCS4 item_max = PyUnicode_MAX_CHAR_VALUE(item);
+        if (item_max > maxchar) {
+            maxchar = item_max;
+        }
+    }
+    if (p->len == 1 && PyUnicode_CheckExact(p->items[0].obj) && p->items[0].extra == 0) {
+        result = Py_NewRef(p->items[0].obj);
+        goto done;
+    }
+    result = PyUnicode_New(total, maxchar);
+    if (result == NULL || total == 0) {
+        goto done;
+    }
+    const int kind = PyUnicode_KIND(result);
+    void *data = PyUnicode_DATA(result);
+    Py_ssize_t pos = 0;
+    for (i = 0; i < p->len; i++) {
+        PyObject *item = p->items[i].obj;
+        Py_ssize_t extra = p->items[i].extra;
+        if (!PyUnicode_Check(item)) {
+            const char *d = format_digits(PyLong_AsLongLong(item), buf_end);
+            for (; d < buf_end; d++) {
+                PyUnicode_WRITE(kind, data, pos, (Py_UCS4)(unsigned char)*d);
+                pos++;
+            }
+            continue;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(item);
+        if (len == 0) {
+            continue;
+        }
+        if (extra != 0) {
+            if (kind == PyUnicode_1BYTE_KIND) {
+                Py_UCS1 *dst = (Py_UCS1 *)data + pos;
+                ucs1_write(PyUnicode_1BYTE_DATA(item), len, dst, dst + len + extra);
+            }
+            else {
+                PyObject *escaped = escape_text(item);
+                if (escaped == NULL || PyUnicode_CopyCharacters(result, pos, escaped, 0,
+                                                                len + extra) < 0) {
+                    Py_XDECREF(escaped);
+                    Py_CLEAR(result);
+                    goto done;
+                }
+                Py_DECREF(escaped);
+            }
+            pos += len + extra;
+            continue;
+        }
+        if (PyUnicode_KIND(item) == kind) {
+            memcpy((char *)data + pos * kind, PyUnicode_DATA(item), (size_t)(len * kind));
+        }
+        else if (PyUnicode_CopyCharacters(result, pos, item, 0, len) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        pos += len;
+    }
+    assert(pos == total);
+
+done:
+    pieces_clear(p);
+    return result;
 }
 
 /* sep.join(pieces); empties `p` whatever happens. */
 static PyObject *
 pieces_join(Pieces *p, PyObject *sep)
 {
+    if (sep == empty_str) {
+        return pieces_concat(p);
+    }
     PyObject *seq = PyTuple_New(p->len);
     if (seq == NULL) {
         pieces_clear(p);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < p->len; i++) {
-        PyTuple_SET_ITEM(seq, i, p->items[i]);
+        assert(p->items[i].extra == 0);
+        PyTuple_SET_ITEM(seq, i, p->items[i].obj);
     }
     p->len = 0;
     pieces_clear(p);
@@ -450,35 +762,70 @@ items_clear(Items *it)
     Py_CLEAR(it->iter);
 }
 
-/* sep.join(convert(x) for x in iterable), skipping None if asked. */
+/* markup_text() for pieces_concat(): an exact int is kept as is (its
+   digits are written by pieces_concat). */
 static PyObject *
-join_converted(PyObject *sep, PyObject *iterable, PyObject *(*convert)(PyObject *),
-               int skip_none)
+join_markup(PyObject *value)
+{
+    if (PyLong_CheckExact(value)) {
+        return Py_NewRef(value);
+    }
+    return markup_text(value);
+}
+
+/* plain_text() for pieces_concat(), keeping exact ints as join_markup(). */
+static PyObject *
+join_plain(PyObject *value)
+{
+    if (PyLong_CheckExact(value)) {
+        return Py_NewRef(value);
+    }
+    return plain_text(value);
+}
+
+/* Fills `pieces` (initialised here) with convert(x) for x in iterable,
+   skipping None if asked; 0, or -1 with `pieces` empty. */
+static int
+collect_converted(Pieces *pieces, PyObject *iterable, PyObject *(*convert)(PyObject *),
+                  int skip_none)
 {
     Items it;
-    Pieces pieces;
     PyObject *item;
     int status;
 
+    pieces_init(pieces);
     if (items_init(&it, iterable) < 0) {
-        return NULL;
+        return -1;
     }
-    pieces_init(&pieces);
     while ((status = items_next(&it, &item)) > 0) {
         if (skip_none && item == Py_None) {
             Py_DECREF(item);
             continue;
         }
-        PyObject *text = convert(item);
+        int pushed = convert == join_markup ? pieces_push_markup(pieces, item)
+                                            : pieces_push(pieces, convert(item));
         Py_DECREF(item);
-        if (pieces_push(&pieces, text) < 0) {
+        if (pushed < 0) {
             status = -1;
             break;
         }
     }
     items_clear(&it);
     if (status < 0) {
-        pieces_clear(&pieces);
+        pieces_clear(pieces);
+        return -1;
+    }
+    return 0;
+}
+
+/* sep.join(convert(x) for x in iterable), skipping None if asked. */
+static PyObject *
+join_converted(PyObject *sep, PyObject *iterable, PyObject *(*convert)(PyObject *),
+               int skip_none)
+{
+    Pieces pieces;
+
+    if (collect_converted(&pieces, iterable, convert, skip_none) < 0) {
         return NULL;
     }
     return pieces_join(&pieces, sep);
@@ -819,7 +1166,7 @@ error:
 
 /* parse_format() through a bounded cache, as the Python twin's lru_cache. */
 static ParsedFormat *
-get_parsed_format(PyObject *fmt)
+get_parsed_format_by_value(PyObject *fmt)
 {
     /* A str subclass with its own hash or equality must not share entries. */
     int cacheable = PyUnicode_CheckExact(fmt) ||
@@ -849,6 +1196,38 @@ get_parsed_format(PyObject *fmt)
         return NULL;
     }
     Py_DECREF(key);
+    return pf;
+}
+
+/* In front of the cache: the parses of recently used format objects, by
+   identity (a template's literals are the same objects at every call), which
+   saves hashing and comparing a str subclass key.  A parse depends only on
+   the characters, which a str cannot change; the entries hold references, so
+   an address cannot be reused while it is here. */
+#define RECENT_FORMATS 64
+static struct {
+    PyObject *fmt;
+    ParsedFormat *pf;
+} recent_formats[RECENT_FORMATS];
+
+static ParsedFormat *
+get_parsed_format(PyObject *fmt)
+{
+    size_t slot = ((size_t)(uintptr_t)fmt >> 4) % RECENT_FORMATS;
+    if (recent_formats[slot].fmt == fmt) {
+        return (ParsedFormat *)Py_NewRef(recent_formats[slot].pf);
+    }
+    ParsedFormat *pf = get_parsed_format_by_value(fmt);
+    if (pf == NULL) {
+        return NULL;
+    }
+    PyObject *old_fmt = recent_formats[slot].fmt;
+    ParsedFormat *old_pf = recent_formats[slot].pf;
+    recent_formats[slot].fmt = Py_NewRef(fmt);
+    recent_formats[slot].pf = (ParsedFormat *)Py_NewRef(pf);
+    /* Released last: a str subclass's __del__ may run Python code. */
+    Py_XDECREF(old_fmt);
+    Py_XDECREF(old_pf);
     return pf;
 }
 
@@ -1021,13 +1400,15 @@ format_mod_impl(PyObject *fmt, PyObject *arg)
         return NULL;
     }
     int is_tuple = PyTuple_Check(arg);
-    PyObject *args = is_tuple ? Py_NewRef(arg) : PyTuple_Pack(1, arg);
-    PyObject *result = NULL;
-    if (args == NULL) {
-        goto done;
-    }
-    if (!pf->simple || PyTuple_GET_SIZE(args) != pf->nspecs) {
-        result = format_mod_general(pf, arg, args, is_tuple);
+    PyObject *args = NULL, *result = NULL;
+    /* The simple path reads the arguments in place: no 1-tuple for one. */
+    PyObject *const *argv = is_tuple ? &PyTuple_GET_ITEM(arg, 0) : &arg;
+    Py_ssize_t argc = is_tuple ? PyTuple_GET_SIZE(arg) : 1;
+    if (!pf->simple || argc != pf->nspecs) {
+        args = is_tuple ? Py_NewRef(arg) : PyTuple_Pack(1, arg);
+        if (args != NULL) {
+            result = format_mod_general(pf, arg, args, is_tuple);
+        }
         goto done;
     }
     Pieces pieces;
@@ -1035,15 +1416,14 @@ format_mod_impl(PyObject *fmt, PyObject *arg)
     pieces_init(&pieces);
     for (Py_ssize_t i = 0; i < pf->nitems; i++) {
         const FormatItem *item = &pf->items[i];
-        PyObject *text = item->type == ITEM_LITERAL
-                             ? Py_NewRef(item->text)
-                             : markup_text(PyTuple_GET_ITEM(args, next++));
-        if (pieces_push(&pieces, text) < 0) {
+        int pushed = item->type == ITEM_LITERAL ? pieces_push(&pieces, Py_NewRef(item->text))
+                                                : pieces_push_markup(&pieces, argv[next++]);
+        if (pushed < 0) {
             pieces_clear(&pieces);
             goto done;
         }
     }
-    result = pieces_join(&pieces, empty_str);
+    result = pieces_concat(&pieces);
 
 done:
     Py_XDECREF(args);
@@ -1700,7 +2080,26 @@ mod_html_join(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
     if (bind_args("html_join", parts_param, 1, 1, args, nargs, kwnames, &parts) < 0) {
         return NULL;
     }
-    return new_text_steal(text_type, join_converted(empty_str, parts, markup_text, 1));
+    /* What a template with a single output value joins: that value, when it
+       is already an instance of the registered class, is the result (str
+       instances are immutable: a copy could not differ). */
+    if ((PyTuple_CheckExact(parts) || PyList_CheckExact(parts)) &&
+        PySequence_Fast_GET_SIZE(parts) == 1 &&
+        is_registered_text(PySequence_Fast_GET_ITEM(parts, 0))) {
+        return Py_NewRef(PySequence_Fast_GET_ITEM(parts, 0));
+    }
+    Pieces pieces;
+    if (collect_converted(&pieces, parts, join_markup, 1) < 0) {
+        return NULL;
+    }
+    /* The same for a single piece left once None is skipped. */
+    if (pieces.len == 1 && is_registered_text(pieces.items[0].obj)) {
+        PyObject *result = pieces.items[0].obj;
+        pieces.len = 0;
+        pieces_clear(&pieces);
+        return result;
+    }
+    return new_text_steal(text_type, pieces_concat(&pieces));
 }
 
 static PyObject *
@@ -1712,7 +2111,7 @@ mod_plain_join(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
     if (bind_args("plain_join", parts_param, 1, 1, args, nargs, kwnames, &parts) < 0) {
         return NULL;
     }
-    return join_converted(empty_str, parts, plain_text, 1);
+    return join_converted(empty_str, parts, join_plain, 1);
 }
 
 static PyObject *
@@ -1798,9 +2197,11 @@ init_statics(void)
         (str_new = PyObject_GetAttrString(str_type, "__new__")) == NULL ||
         (str_format = PyObject_GetAttrString(str_type, "format")) == NULL ||
         (str_format_map = PyObject_GetAttrString(str_type, "format_map")) == NULL ||
-        (format_cache = PyDict_New()) == NULL) {
+        (format_cache = PyDict_New()) == NULL || (new_args = PyTuple_New(1)) == NULL) {
         return -1;
     }
+    PyObject_GC_UnTrack(new_args);
+    init_escape_tables();
     return 0;
 }
 

@@ -318,7 +318,9 @@ def test_render_takes_context_keys_named_like_its_own_parameters():
             return htmltext("%s %s") % (name, sorted(context.items()))
 
     page = view(lambda r: render("x.ptl", {"context": 1}, name="<n>"), loader=EchoLoader())
-    assert get(page).data == b"x.ptl [(&#x27;context&#x27;, 1), (&#x27;name&#x27;, &#x27;&lt;n&gt;&#x27;)]"
+    assert get(page).data == (
+        b"x.ptl [(&#x27;context&#x27;, 1), (&#x27;name&#x27;, &#x27;&lt;n&gt;&#x27;)]"
+    )
 
 
 def test_middleware_keeps_close_and_the_request_during_iteration():
