@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Load-test the WSGI example site under gunicorn and waitress on 127.0.0.1.
+"""Load-test the example sites under gunicorn and waitress on 127.0.0.1.
 
 ::
 
-    .venv/bin/python benchmarks/load_wsgi.py                  # both servers, print figures
+    .venv/bin/python benchmarks/load_wsgi.py                  # every site, both servers
     .venv/bin/python benchmarks/load_wsgi.py --write          # ... and update RESULTS.md
-    .venv/bin/python benchmarks/load_wsgi.py --server waitress --requests 2000
+    .venv/bin/python benchmarks/load_wsgi.py --site flask --server gunicorn --requests 2000
 
-Each server serves ``example_sites/wsgi_app`` (a fresh SQLite database in a
-temporary folder). A bounded Python client (threads, keep-alive connections,
-a fixed number of requests and a time limit) checks every response; ``wrk``,
-when installed, adds a fixed-duration throughput run. Every run counts errors:
-a failed connection, a status other than 200 or a page without its marker.
+The sites (``--site``): ``wsgi`` is ``example_sites/wsgi_app`` (publisher + PTL
+pages), ``flask`` the guestbook of ``example_sites/flask_app`` (served as
+``flask_app:create_app()``) and ``django`` the notes site of
+``example_sites/django_site`` (``ptlsite.wsgi:application``, ``DEBUG`` off).
+Each gets a fresh SQLite database in a temporary folder, seeded with one
+record whose text needs escaping, before the server starts. A bounded Python
+client (threads, keep-alive connections, a fixed number of requests and a time
+limit) checks every response; ``wrk``, when installed, adds a fixed-duration
+throughput run. Every run counts errors: a failed connection, a status other
+than 200 or a page without its marker.
 """
 
 from __future__ import annotations
@@ -31,12 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = ROOT / "example_sites" / "wsgi_app"
+EXAMPLES = ROOT / "example_sites"
+SITE = EXAMPLES / "wsgi_app"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-SECTION = "## WSGI serving"
+SECTION = "## Serving the example sites"
+OLD_SECTIONS = ["## WSGI serving"]  # earlier headings of the same section
 BIN = Path(sys.executable).parent
 
-# Each page and a piece of text it must contain.
+# Each page of the WSGI example and a piece of text it must contain.
 PAGES = [
     ("/", b"Recent notes"),
     ("/notes/1/", b"&lt;script&gt;"),
@@ -44,21 +51,102 @@ PAGES = [
     ("/about", b"About this request"),
 ]
 
+FLASK_SEED = """\
+from flask_app import create_app, db
+app = create_app()
+with app.app_context():
+    db.add_entry("Ada <b>", "Hello <script>alert(1)</script> & goodbye")
+"""
+
+DJANGO_SEED = """\
+import ptlsite
+ptlsite.setup_db()
+from notes.models import Note
+Note.objects.create(title="First <script>", text="Shown back & escaped.")
+"""
+
+
+@dataclass(frozen=True)
+class Site:
+    """An example site: where it lives, how servers load it, what to check, how to seed it."""
+
+    name: str
+    title: str
+    folder: Path  # the servers' working directory (on sys.path)
+    app: str  # module:attribute for the servers
+    factory: bool  # *app* names a factory to call (gunicorn ``m:f()``, waitress ``--call``)
+    pages: list[tuple[str, bytes]]
+    db_variable: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+    seed: str | None = None  # Python run in *folder* with the environment, before serving
+
+    def env(self, db_dir: str, tag: str = "") -> dict[str, str]:
+        path = os.path.join(db_dir, f"{self.name}{tag}.sqlite3")
+        return {self.db_variable: path, **self.extra_env}
+
+    def prepare(self, env: dict[str, str]) -> None:
+        """Create and seed the database (Django: run the migrations first)."""
+        if self.seed is None:
+            return
+        subprocess.run(
+            [sys.executable, "-c", self.seed], cwd=self.folder, env={**os.environ, **env},
+            check=True, timeout=120,
+        )  # fmt: skip
+
+
+SITES = {
+    "wsgi": Site(
+        "wsgi", "WSGI example (`example_sites/wsgi_app`, publisher + PTL pages + SQLite)",
+        SITE, "app:app", False, PAGES, "PTL_WSGI_NOTES_DB",
+    ),
+    "flask": Site(
+        "flask", "Flask guestbook (`example_sites/flask_app`, `flask_app:create_app()`, SQLite)",
+        EXAMPLES, "flask_app:create_app", True,
+        [
+            ("/", b"Latest signatures"),
+            ("/entries/1", b"Hello &lt;script&gt;alert(1)&lt;/script&gt; &amp; goodbye"),
+            ("/entries/", b"1 signature, oldest first"),
+            ("/about", b"It holds 1 signature."),
+        ],
+        "FLASK_DATABASE", {"FLASK_SECRET_KEY": "load-test"}, FLASK_SEED,
+    ),
+    "django": Site(
+        "django", "Django notes (`example_sites/django_site`, `ptlsite.wsgi:application`, "
+        "SQLite, `DEBUG` off)",
+        EXAMPLES / "django_site", "ptlsite.wsgi:application", False,
+        [
+            ("/", b"First &lt;script&gt;</a>"),
+            ("/1/", b"<h1>First &lt;script&gt;</h1>"),
+            ("/admin/login/", b"Django administration"),
+        ],
+        "PTLSITE_DB",
+        # The site's own settings, even when the caller has others (pytest-django does).
+        {"DJANGO_SETTINGS_MODULE": "ptlsite.settings", "PTLSITE_DEBUG": "0",
+         "PTLSITE_HOSTS": "127.0.0.1"},
+        DJANGO_SEED,
+    ),
+}  # fmt: skip
+
 GUNICORN_WORKERS, GUNICORN_THREADS, WAITRESS_THREADS = 2, 4, 8
 
 
-def server_command(name: str) -> list[str]:
-    """The command serving the example on port ``{port}`` (run from the site folder)."""
+def server_command(
+    name: str, site: str = "wsgi", workers: int = GUNICORN_WORKERS, threads: int | None = None
+) -> list[str]:
+    """The command serving *site* on port ``{port}`` (run from the site's folder)."""
+    spec = SITES[site]
     if name == "gunicorn":
+        app = spec.app + "()" if spec.factory else spec.app
         return [
-            str(BIN / "gunicorn"), "--chdir", str(SITE), "--bind", "127.0.0.1:{port}",
-            "--workers", str(GUNICORN_WORKERS), "--threads", str(GUNICORN_THREADS),
-            "--log-level", "warning", "app:app",
+            str(BIN / "gunicorn"), "--chdir", str(spec.folder), "--bind", "127.0.0.1:{port}",
+            "--workers", str(workers), "--threads", str(threads or GUNICORN_THREADS),
+            "--log-level", "warning", app,
         ]  # fmt: skip
     if name == "waitress":
         return [
             str(BIN / "waitress-serve"), "--listen=127.0.0.1:{port}",
-            f"--threads={WAITRESS_THREADS}", "app:app",
+            f"--threads={threads or WAITRESS_THREADS}", *(["--call"] if spec.factory else []),
+            spec.app,
         ]  # fmt: skip
     raise ValueError(f"unknown server {name!r}")
 
@@ -91,7 +179,12 @@ class Stats:
 
 
 def python_load(
-    host: str, port: int, total: int, concurrency: int, time_limit: float = 120.0
+    host: str,
+    port: int,
+    total: int,
+    concurrency: int,
+    time_limit: float = 120.0,
+    pages: list[tuple[str, bytes]] = PAGES,
 ) -> Stats:
     """Send *total* GETs over *concurrency* keep-alive connections; check every response."""
     stats = Stats()
@@ -108,7 +201,7 @@ def python_load(
                     index = next(counter, None)
                 if index is None:
                     break
-                path, marker = PAGES[index % len(PAGES)]
+                path, marker = pages[index % len(pages)]
                 start = time.perf_counter()
                 problem = None
                 try:
@@ -157,13 +250,15 @@ end
 """
 
 
-def wrk_load(base: str, seconds: int, connections: int) -> dict[str, str] | None:
+def wrk_load(
+    base: str, seconds: int, connections: int, pages: list[tuple[str, bytes]] = PAGES
+) -> dict[str, str] | None:
     """A wrk run over the same pages; None when wrk is not installed."""
     wrk = shutil.which("wrk")
     if wrk is None:
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(WRK_SCRIPT % ", ".join(f'"{p}"' for p, _ in PAGES))
+        script.write(WRK_SCRIPT % ", ".join(f'"{p}"' for p, _ in pages))
     try:
         result = subprocess.run(
             [wrk, "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", script.name, base],
@@ -191,25 +286,50 @@ def wrk_load(base: str, seconds: int, connections: int) -> dict[str, str] | None
     }
 
 
-def serve(name: str, db_dir: str):
-    """Context manager: the example under server *name*; yields (host, port)."""
+def serve(
+    name: str,
+    db_dir: str,
+    site: str = "wsgi",
+    workers: int = GUNICORN_WORKERS,
+    threads: int | None = None,
+):
+    """Context manager: *site*, freshly seeded, under server *name*; yields its base URL."""
     sys.path.insert(0, str(ROOT / "tests"))
     from servers import run_process_server
 
-    env = {"PTL_WSGI_NOTES_DB": os.path.join(db_dir, f"{name}.sqlite3")}
-    return run_process_server(server_command(name), env=env, cwd=SITE, ready_path="/", timeout=60)
+    spec = SITES[site]
+    env = spec.env(db_dir, f"-{name}")
+    spec.prepare(env)
+    command = server_command(name, site, workers, threads)
+    return run_process_server(command, env=env, cwd=spec.folder, ready_path="/", timeout=60)
 
 
-def run(args: argparse.Namespace) -> list[str]:
+def run(args: argparse.Namespace) -> dict[str, list[str]]:
+    """Load every site in ``args.sites`` under every server; its table rows, by site."""
+    tables: dict[str, list[str]] = {}
+    failed = False
+    for site in args.sites:
+        rows, site_failed = run_site(site, args)
+        tables[site] = rows
+        failed |= site_failed
+    if failed:
+        print("load_wsgi: there were errors", file=sys.stderr)
+    return tables if not failed else {}
+
+
+def run_site(site: str, args: argparse.Namespace) -> tuple[list[str], bool]:
     rows = []
     failed = False
+    pages = SITES[site].pages
     for name in args.servers:
-        with tempfile.TemporaryDirectory() as db_dir, serve(name, db_dir) as base:
+        with tempfile.TemporaryDirectory() as db_dir, serve(name, db_dir, site) as base:
             port = int(base.rsplit(":", 1)[1])
-            python_load("127.0.0.1", port, min(200, args.requests), args.concurrency)  # warm up
-            stats = python_load("127.0.0.1", port, args.requests, args.concurrency)
+            warm = min(200, args.requests)
+            python_load("127.0.0.1", port, warm, args.concurrency, pages=pages)
+            stats = python_load("127.0.0.1", port, args.requests, args.concurrency, pages=pages)
             print(
-                f"{name}: python client: {stats.requests} requests, {stats.errors} errors, "
+                f"{site} / {name}: python client: {stats.requests} requests, "
+                f"{stats.errors} errors, "
                 f"{stats.rate:.0f} req/s, p50 {stats.percentile(50) * 1000:.1f} ms, "
                 f"p99 {stats.percentile(99) * 1000:.1f} ms",
                 flush=True,
@@ -222,11 +342,15 @@ def run(args: argparse.Namespace) -> list[str]:
                 f"| {stats.requests} | {stats.errors} | {stats.rate:.0f} "
                 f"| {stats.percentile(50) * 1000:.1f} ms | {stats.percentile(99) * 1000:.1f} ms |"
             )
-            wrk = None if args.no_wrk else wrk_load(base, args.wrk_seconds, args.wrk_connections)
+            wrk = (
+                None
+                if args.no_wrk
+                else wrk_load(base, args.wrk_seconds, args.wrk_connections, pages)
+            )
             if wrk is not None:
                 errors = int(wrk["non2xx"]) + int(wrk["socket_errors"])
                 print(
-                    f"{name}: wrk: {wrk['requests']} requests, {errors} errors, "
+                    f"{site} / {name}: wrk: {wrk['requests']} requests, {errors} errors, "
                     f"{float(wrk['rate']):.0f} req/s, p50 {wrk['p50']}, p99 {wrk['p99']}",
                     flush=True,
                 )
@@ -236,36 +360,45 @@ def run(args: argparse.Namespace) -> list[str]:
                     f"{args.wrk_seconds}s | {wrk['requests']} | {errors} "
                     f"| {float(wrk['rate']):.0f} | {wrk['p50']} | {wrk['p99']} |"
                 )
-    if failed:
-        print("load_wsgi: there were errors", file=sys.stderr)
-    return rows if not failed else []
+    return rows, failed
 
 
-def write_section(rows: list[str], args: argparse.Namespace) -> None:
-    """Replace the ``## WSGI serving`` section of RESULTS.md, leaving the others alone."""
+def write_section(tables: dict[str, list[str]], args: argparse.Namespace) -> None:
+    """Replace the serving section of RESULTS.md, leaving the others alone."""
     command = "python benchmarks/load_wsgi.py --write"
+    for option in ("site", "server"):
+        if getattr(args, option) != "all":
+            command += f" --{option} {getattr(args, option)}"
     if args.requests != DEFAULTS["requests"]:
         command += f" --requests {args.requests}"
-    section = "\n".join(
-        [
-            SECTION,
+    lines = [
+        SECTION,
+        "",
+        f"`{command}`: each example site on 127.0.0.1 with a fresh SQLite database seeded "
+        "with one record whose text needs escaping. "
+        "Every response is checked (status 200 and a marker in the page); errors must be 0.",
+        "",
+        f"Machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs "
+        f"shared by server and client, Python {platform.python_version()}. "
+        "Throughput here is bounded by those CPUs; compare servers within one run only.",
+        "",
+    ]
+    for site, rows in tables.items():
+        spec = SITES[site]
+        lines += [
+            f"### {spec.title}",
             "",
-            f"`{command}`: the example site (`example_sites/wsgi_app`, publisher + PTL pages "
-            f"+ SQLite) on 127.0.0.1, GETs cycling over {', '.join(p for p, _ in PAGES)}. "
-            "Every response is checked (status 200 and a marker in the page); errors must be 0.",
-            "",
-            f"Machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs "
-            f"shared by server and client, Python {platform.python_version()}. "
-            "Throughput here is bounded by those CPUs; compare servers within one run only.",
+            f"GETs cycling over {', '.join(p for p, _ in spec.pages)}.",
             "",
             "| server | client | requests | errors | req/s | p50 | p99 |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
         ]
-    )
+    section = "\n".join(lines)
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.M | re.S)
+    headings = "|".join(re.escape(h) for h in [SECTION, *OLD_SECTIONS])
+    pattern = re.compile(rf"^(?:{headings})\n.*?(?=^## |\Z)", re.M | re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: section + "\n", text, count=1)
     else:
@@ -279,6 +412,7 @@ DEFAULTS = {"requests": 5000, "concurrency": 16}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", choices=[*SITES, "all"], default="all")
     parser.add_argument("--server", choices=["gunicorn", "waitress", "all"], default="all")
     parser.add_argument("--requests", type=int, default=DEFAULTS["requests"])
     parser.add_argument("--concurrency", type=int, default=DEFAULTS["concurrency"])
@@ -288,11 +422,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"update {SECTION!r} in RESULTS.md")
     args = parser.parse_args(argv)
     args.servers = ["gunicorn", "waitress"] if args.server == "all" else [args.server]
-    rows = run(args)
-    if not rows:
+    args.sites = list(SITES) if args.site == "all" else [args.site]
+    tables = run(args)
+    if not tables:
         return 1
     if args.write:
-        write_section(rows, args)
+        write_section(tables, args)
     return 0
 
 

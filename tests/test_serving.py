@@ -131,3 +131,17 @@ def test_streaming_and_close_through_a_real_server(server, tmp_path):
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert marker.read_text() == "closed\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("site", ["flask", "django"])
+def test_framework_site_under_gunicorn_bounded_load(site, tmp_path):
+    """The Flask and Django examples under gunicorn (2 workers x 2 threads): no errors."""
+    spec = load_wsgi.SITES[site]
+    with load_wsgi.serve("gunicorn", str(tmp_path), site, workers=2, threads=2) as base:
+        port = urlsplit(base).port
+        stats = load_wsgi.python_load(
+            "127.0.0.1", port, total=1000, concurrency=8, time_limit=90, pages=spec.pages
+        )
+    assert stats.errors == 0, stats.first_errors
+    assert stats.requests == 1000
