@@ -104,6 +104,8 @@ def test_render_function_json_file_and_stdin(tmp_path: Path) -> None:
 def test_render_errors_are_located(
     tmp_path: Path, target: str, extra: list[str], expected: str
 ) -> None:
+    if sys.version_info < (3, 11):  # before 3.11, tracebacks carry no column
+        expected = expected.replace(":9:5:", ":9:1:")
     write_files(tmp_path, {**TEMPLATES, "bad.ptl": "def f [html] ()\n    x\n"})
     result = run("render", target, "--root", ".", *extra, cwd=tmp_path)
     assert result.returncode == 1
