@@ -1,0 +1,85 @@
+"""The one output policy: what a template or view produced, on its way into a response.
+
+Every integration (the WSGI adapter and :func:`~ptl_wsgi.wsgi.stream`, the
+publisher, CGI, the Flask backend, the Django engine) sends output through
+these functions, so the rule is the same everywhere:
+
+* into a response whose type is HTML by any spelling (:func:`is_html_type`),
+  markup (:class:`~ptl_wsgi.html.htmltext`, anything with ``__html__``) passes
+  and everything else (a ``[plain]`` template's str, a str, bytes, numbers) is
+  escaped;
+* raw text is explicit: :func:`text` (and each integration's ``render_text``)
+  returns a template's output as plain ``str``, for mail bodies and
+  ``text/plain`` responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ptl_wsgi.html import htmlescape, htmltext
+
+__all__ = ["chunks", "is_html_type", "markup", "text"]
+
+# Types a browser renders as active markup, where a script in the body runs.
+_HTML_TYPES = frozenset(
+    {"text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml"}
+)
+
+
+def is_html_type(content_type: str | None) -> bool:
+    """Whether a response of *content_type* is rendered as markup by a browser.
+
+    Parameters and case do not matter (``"TEXT/HTML; charset=utf-8"`` is
+    HTML), every XML type counts (``application/xhtml+xml``, ``image/svg+xml``,
+    ``…+xml``), and so does a missing or empty type, which browsers sniff.
+    """
+    if content_type is None:
+        return True
+    mimetype = content_type.split(";", 1)[0].strip().lower()
+    return not mimetype or mimetype in _HTML_TYPES or mimetype.endswith("+xml")
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+def markup(value: Any) -> htmltext:
+    """*value* as it may enter an HTML response: markup as it is, anything else escaped.
+
+    Bytes are read as UTF-8 and escaped like str; ``None`` is the empty string.
+    """
+    if value is None:
+        return htmltext("")
+    return htmlescape(_decoded(value))
+
+
+def chunks(result: Any) -> Iterator[htmltext]:
+    """A template's or view's output as markup chunks: the value, or each item of an iterator.
+
+    A generator (a generator template, a streamed view) is consumed lazily;
+    ``None`` items are skipped.
+    """
+    items: Iterable[Any] = result if isinstance(result, Iterator) else (result,)
+    for item in items:
+        if item is not None:
+            yield htmlescape(_decoded(item))
+
+
+def text(result: Any) -> str:
+    """A template's output as raw text (``str``), for mail bodies and ``text/plain``.
+
+    Markup is returned as the plain ``str`` of its characters; an iterator's
+    items are joined.  Nothing here is fit for an HTML response.
+    """
+    items: Iterable[Any] = result if isinstance(result, Iterator) else (result,)
+    return "".join(_plain(item) for item in items if item is not None)
+
+
+def _plain(value: Any) -> str:
+    value = _decoded(value)
+    # str.__str__ drops the markup type: the result must not pass as trusted anywhere.
+    return str.__str__(value) if isinstance(value, str) else str(value)
