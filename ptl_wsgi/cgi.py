@@ -27,6 +27,8 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ptl_wsgi.headers import HeaderError, check_header, check_status, split_lines
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -124,7 +126,8 @@ class CGIGateway:
             if key.startswith("HTTP_") and key != "HTTP_PROXY":  # "httpoxy"
                 cgi[key] = str(value)
         cgi.update(self.env)
-        return cgi
+        # A NUL cannot stand in an environment variable: subprocess would refuse the request.
+        return {key: value for key, value in cgi.items() if "\x00" not in value}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -148,29 +151,38 @@ class CGIGateway:
         else:
             if result.stderr:
                 environ["wsgi.errors"].write(result.stderr.decode("utf-8", "replace"))
-        parsed = _parse_cgi_output(output)
-        if parsed is None:
+        try:
+            status, headers, content = _parse_cgi_output(output)
+        except HeaderError as error:
+            log = environ["wsgi.errors"]
+            print(f"CGIGateway: {self.script}: invalid response: {error}", file=log)
             start_response("502 Bad Gateway", [("Content-Type", "text/plain; charset=utf-8")])
             return [b"The CGI program did not send a valid response.\n"]
-        status, headers, content = parsed
         start_response(status, headers)
         return [content]
 
 
-def _parse_cgi_output(output: bytes) -> tuple[str, list[tuple[str, str]], bytes] | None:
-    """Split a CGI program's output into status, headers and body (RFC 3875 section 6)."""
+def _parse_cgi_output(output: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Split a CGI program's output into status, headers and body (RFC 3875 section 6).
+
+    :class:`~ptl_wsgi.headers.HeaderError` for anything but a clean header
+    block: lines end in CRLF or LF only, and a name or value with a control
+    character is refused, so no value can smuggle in a header of its own.
+    """
     ends = [(output.find(sep), sep) for sep in (b"\r\n\r\n", b"\n\n") if sep in output]
     if not ends:
-        return None
+        raise HeaderError("no blank line ends the headers")
     index, separator = min(ends)
     head, content = output[:index], output[index + len(separator) :]
     status, headers = None, []
-    for line in head.decode("latin-1").splitlines():
+    for line in split_lines(head.decode("latin-1")):
         name, colon, value = line.partition(":")
-        if not colon or not name.strip():
-            return None
-        name, value = name.strip(), value.strip()
+        if not colon:
+            raise HeaderError(f"the header line {line!r} has no colon")
+        name, value = name.strip(" \t"), value.strip(" \t")
+        check_header(name, value)
         if name.lower() == "status":
+            check_status(value)
             status = value
         else:
             headers.append((name, value))

@@ -36,10 +36,12 @@ from contextvars import ContextVar
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
 
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
-from ptl_wsgi.html import htmlescape, htmltext
+from ptl_wsgi.headers import HeaderError, check_headers, check_status
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.output import is_html_type, markup, text
 from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
 if TYPE_CHECKING:
@@ -107,36 +109,40 @@ def debug_default() -> bool:
 def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) -> Response:
     """A response that sends *chunks* as they are produced.
 
-    For ``text/html`` every chunk that is not markup is escaped, as in an
-    ``[html]`` template; str chunks are sent as UTF-8, bytes as they are.
-    The iterable's ``close()`` is called when the server closes the response.
+    When the response's type is HTML by any spelling (see
+    :func:`ptl_wsgi.output.is_html_type`; a ``Content-Type`` in *headers*
+    counts too), every chunk that is not markup is escaped, bytes included, as
+    in an ``[html]`` template; otherwise str chunks are sent as UTF-8 and bytes
+    as they are.  The iterable's ``close()`` is called when the server closes
+    the response.
     """
-    escape = htmlescape if mimetype == "text/html" else None
-    return Response(_encoded(chunks, escape), mimetype=mimetype, **kwargs)
+    # A full content type ("text/plain; charset=...") must not get a second charset.
+    kind = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
+    response = Response(**kind, **kwargs)
+    response.response = _encoded(chunks, is_html_type(response.content_type))
+    return response
 
 
 class _encoded:
     """Iterate *chunks* as bytes, forwarding ``close()`` to them."""
 
-    __slots__ = ("_chunks", "_escape", "_iter")
+    __slots__ = ("_chunks", "_html", "_iter")
 
-    def __init__(self, chunks: Iterable[Any], escape: Callable[[Any], str] | None) -> None:
+    def __init__(self, chunks: Iterable[Any], html: bool) -> None:
         self._chunks = chunks
         self._iter = iter(chunks)
-        self._escape = escape
+        self._html = html
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
         chunk = next(self._iter)
+        if self._html:
+            return markup(chunk).encode("utf-8")
         if isinstance(chunk, (bytes, bytearray)):
             return bytes(chunk)
-        if self._escape is not None:
-            chunk = self._escape(chunk)
-        elif not isinstance(chunk, str):
-            chunk = str(chunk)
-        return chunk.encode("utf-8")
+        return text(chunk).encode("utf-8")
 
     def close(self) -> None:
         close = getattr(self._chunks, "close", None)
@@ -145,7 +151,12 @@ class _encoded:
 
 
 def make_response(rv: Any, content_type: str | None = None) -> Response:
-    """Turn what a view returned into a werkzeug Response (see the module doc)."""
+    """Turn what a view returned into a werkzeug Response (see the module doc).
+
+    The body goes through the output policy (:mod:`ptl_wsgi.output`): if the
+    response's type is HTML by any spelling, whether it came from the body's
+    kind, *content_type* or the view's headers, anything but markup is escaped.
+    """
     status: int | str | None = None
     headers: Any = None
     if isinstance(rv, tuple):
@@ -164,25 +175,30 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
         if headers:
             rv.headers.update(headers)
         return rv
-    has_type = headers is not None and any(
-        k.lower() == "content-type"
-        for k in (headers.keys() if isinstance(headers, Mapping) else (h[0] for h in headers))
-    )
-    if isinstance(rv, htmltext):
-        kind = HTML
-    elif isinstance(rv, str):
-        kind = content_type or "text/plain; charset=utf-8"
+    if isinstance(rv, (GeneratorType, Iterator)):
+        return stream(rv, content_type or "text/html", status=status, headers=headers)
+    if isinstance(rv, str) and not isinstance(rv, htmltext):
+        default = "text/plain; charset=utf-8"
     elif isinstance(rv, (bytes, bytearray)):
-        kind = content_type or "application/octet-stream"
-    elif hasattr(rv, "__html__"):
-        rv, kind = htmltext(rv), HTML
-    elif isinstance(rv, (GeneratorType, Iterator)):
-        return stream(rv, status=status, headers=headers)
+        default = "application/octet-stream"
+    elif isinstance(rv, htmltext) or hasattr(rv, "__html__"):
+        default = HTML
     elif rv is None:
         raise TypeError("the view returned None; return a body, a Response or raise an error")
     else:
         raise TypeError(f"a view cannot return {type(rv).__name__!r}")
-    return Response(rv, status=status, headers=headers, content_type=None if has_type else kind)
+    response = Response(status=status, headers=headers)
+    if not _has_content_type(headers):
+        response.content_type = content_type or default
+    response.set_data(markup(rv) if is_html_type(response.content_type) else rv)
+    return response
+
+
+def _has_content_type(headers: Any) -> bool:
+    if not headers:
+        return False
+    names = headers.keys() if isinstance(headers, Mapping) else (h[0] for h in headers)
+    return any(name.lower() == "content-type" for name in names)
 
 
 _ERROR_PAGE = htmltext(
@@ -306,7 +322,16 @@ class View:
         """Call the view with *request* current and turn any outcome into a Response."""
         token = _request_var.set(request)
         try:
-            return make_response(self.handle(request), self.content_type)
+            response = make_response(self.handle(request), self.content_type)
+            check_status(response.status)
+            check_headers(response.headers.items())
+            return response
+        except HeaderError as exc:
+            # Almost always a client's value copied into a header: refuse the request.
+            log.warning("refused %s %s: %s", request.method, request.path, exc)
+            return BadRequest(f"The response would carry an invalid header: {exc}").get_response(
+                request.environ
+            )
         except HTTPException as exc:
             return exc.get_response(request.environ)
         except Exception as exc:

@@ -202,7 +202,7 @@ def test_current_request_while_streaming_and_after():
     def gen():
         yield htmltext("<p>")
         yield current_request().args["name"]  # escaped: a str in an HTML stream
-        yield b"</p>"
+        yield htmltext("</p>")
 
     response = get(view(lambda request: stream(gen())), "/?name=<b>")
     assert response.headers["Content-Type"] == "text/html; charset=utf-8"
