@@ -62,6 +62,7 @@ __all__ = [
     "error_response",
     "make_response",
     "render",
+    "render_text",
     "stream",
     "view",
 ]
@@ -96,6 +97,15 @@ def render(name: str, context: Mapping[str, Any] | None = None, /, **values: Any
     """Render template *name* (``"page.ptl:body"``) with the current loader."""
     merged = {**context, **values} if context else values
     return current_loader().render(name, merged)
+
+
+def render_text(name: str, context: Mapping[str, Any] | None = None, /, **values: Any) -> str:
+    """Render template *name* to raw text (plain ``str``), for mail bodies and ``text/plain``.
+
+    The one explicit way around HTML escaping, named alike in every
+    integration; see :func:`ptl_wsgi.output.text`.
+    """
+    return text(render(name, context, **values))
 
 
 def debug_default() -> bool:

@@ -82,3 +82,25 @@ def test_markup_passes_and_str_defaults_to_text_plain():
     response = get(view(lambda request: ATTACK))
     assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
     assert response.data == ATTACK.encode()
+
+
+def test_plain_template_into_html_is_escaped_and_render_text_keeps_it_raw(tmp_path):
+    from ptl_wsgi.loader import Loader
+    from ptl_wsgi.wsgi import render, render_text
+
+    (tmp_path / "mail.ptl").write_text(
+        'def render [plain] (who):\n    "Dear %s, <R&D> awaits." % who\n'
+    )
+    loader = Loader([tmp_path])
+    try:
+        page = View(
+            lambda r: render("mail.ptl", who="<A>"), content_type="text/html", loader=loader
+        )
+        assert get(page).data == b"Dear &lt;A&gt;, &lt;R&amp;D&gt; awaits."
+        mail = view(
+            lambda r: (render_text("mail.ptl", who="<A>"), {"Content-Type": "text/plain"}),
+            loader=loader,
+        )
+        assert get(mail).data == b"Dear <A>, <R&D> awaits."
+    finally:
+        loader.close()
