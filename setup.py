@@ -1,7 +1,9 @@
 """Builds the optional C accelerator; everything else is in pyproject.toml.
 
 Without a working C compiler the build goes on with the pure-Python twin
-(``ptl-wsgi --version`` then says the accelerator is not built).
+(``ptl-wsgi --version`` then says the accelerator is not built).  With
+``PTL_WSGI_STRICT_BUILD=1`` the build is a gate instead: any warning is an
+error and any failure fails the command.
 """
 
 import os
@@ -9,6 +11,8 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+STRICT = bool(os.environ.get("PTL_WSGI_STRICT_BUILD"))
 
 
 class optional_build_ext(build_ext):
@@ -24,8 +28,9 @@ class optional_build_ext(build_ext):
         except Exception as exc:  # compiler present but the build failed
             self._warn(exc)
 
-    @staticmethod
-    def _warn(exc):
+    def _warn(self, exc):
+        if STRICT:
+            raise exc
         print(
             f"WARNING: the ptl_wsgi C accelerator was not built ({exc}); "
             "installing the pure-Python implementation instead.",
@@ -34,7 +39,7 @@ class optional_build_ext(build_ext):
 
 
 extra = ["-Wall", "-Wextra"]
-if os.environ.get("PTL_WSGI_STRICT_BUILD"):
+if STRICT:
     extra.append("-Werror")
 
 setup(
@@ -43,7 +48,7 @@ setup(
             "ptl_wsgi._htmltext_c",
             sources=["ptl_wsgi/_htmltext_c.c"],
             extra_compile_args=extra if sys.platform != "win32" else [],
-            optional=True,
+            optional=not STRICT,
         )
     ],
     cmdclass={"build_ext": optional_build_ext},

@@ -79,6 +79,30 @@ def test_strict_build_has_no_warnings(tmp_path: Path) -> None:
     assert built, output
 
 
+def test_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
+    """The gate can fail: a planted warning makes the strict build exit non-zero."""
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler: {compiler!r} (sysconfig CC) is not on PATH")
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(PACKAGE_DIR, tmp_path / "ptl_wsgi", ignore=shutil.ignore_patterns("*.so"))
+    source = tmp_path / "ptl_wsgi" / "_htmltext_c.c"
+    source.write_text(source.read_text() + "\nstatic int planted(void) { int unused; return 0; }\n")
+    proc = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace", "--force"],
+        cwd=tmp_path,
+        env=clean_env(PTL_WSGI_STRICT_BUILD="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output
+    assert "unused" in output, output
+    assert not list((tmp_path / "ptl_wsgi").glob("_htmltext_c*.so")), output
+
+
 def test_exports_match_the_python_twin() -> None:
     c = c_twin()
 
