@@ -332,12 +332,12 @@ def test_edit_saved_while_the_template_compiles_is_not_lost(
     def version(n: int, saves: int | None = None) -> str:
         source = f'def render [html] ():\n    "v{n}"\n'
         if saves is not None:
-            source = f"import _ptl_edit_hook\n_ptl_edit_hook.save({saves})\n" + source
+            source = f"import edit_hook_for_test\nedit_hook_for_test.save({saves})\n" + source
         return source
 
-    hook = types.ModuleType("_ptl_edit_hook")
+    hook = types.ModuleType("edit_hook_for_test")
     hook.save = lambda n: write(page, version(n))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "_ptl_edit_hook", hook)
+    monkeypatch.setitem(sys.modules, "edit_hook_for_test", hook)
     write(page, version(1, saves=2))
     loader = make_loader(tmp_path, auto_reload=True)
     assert loader.render("page.ptl") == "v1"  # first load
