@@ -13,8 +13,11 @@ Compilation has two steps:
    end of the body return the joined output, and in ``[html]`` templates
    string literals become ``htmltext`` built once at import.
 
-The generated code uses only the four names imported at the top of every
-compiled module, so cached bytecode works with either htmltext twin.
+The generated code uses only the names imported at the top of every compiled
+module (four from ``ptl_wsgi.html``, so cached bytecode works with either
+htmltext twin, and the two template markers from here).  Every template gets
+``__ptl_template__`` (``"html"`` or ``"plain"``), set by an innermost
+decorator; that is how the loader tells templates from other callables.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from importlib.util import decode_source
 from types import CodeType
 from typing import Any, TypeVar
 
-__all__ = ["COMPILER_VERSION", "RESERVED_PREFIX", "compile_ptl", "parse_ptl"]
+__all__ = [
+    "COMPILER_VERSION",
+    "RESERVED_PREFIX",
+    "compile_ptl",
+    "mark_html_template",
+    "mark_plain_template",
+    "parse_ptl",
+]
 
 #: Part of every bytecode cache file name: bump it whenever generated code changes.
 COMPILER_VERSION = "2"
@@ -46,6 +56,11 @@ _RUNTIME_NAMES = (
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
 )
+_MARKERS = (
+    ("mark_html_template", "_ptl_mark_html"),
+    ("mark_plain_template", "_ptl_mark_plain"),
+)
+_MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
@@ -211,6 +226,8 @@ class _Transformer(ast.NodeTransformer):
             *node.body,
             _located(ast.Return(self.joined(kind, header)), header),
         ]
+        # Innermost, so the mark is on the function itself whatever wraps it.
+        node.decorator_list.append(_name(_MARK[kind], header))
 
     @staticmethod
     def joined(kind: str, ref: ast.AST) -> ast.Call:
@@ -656,6 +673,7 @@ _limit_lock = threading.Lock()
 _limit_users = 0
 _limit_before = 0
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
@@ -743,4 +761,21 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _RUNTIME_NAMES],
         level=0,
     )
-    body[index:index] = [_located(runtime, ref), *literals]
+    markers = ast.ImportFrom(
+        module="ptl_wsgi.compiler",
+        names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
+        level=0,
+    )
+    body[index:index] = [_located(runtime, ref), _located(markers, ref), *literals]
+
+
+def mark_html_template(function: _F) -> _F:
+    """Mark *function* as an ``[html]`` template (the compiler applies this to every one)."""
+    function.__ptl_template__ = "html"  # type: ignore[attr-defined]
+    return function
+
+
+def mark_plain_template(function: _F) -> _F:
+    """Mark *function* as a ``[plain]`` template (the compiler applies this to every one)."""
+    function.__ptl_template__ = "plain"  # type: ignore[attr-defined]
+    return function

@@ -359,8 +359,13 @@ def test_generated_code_shape() -> None:
         "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field"
     )
-    assert ast.unparse(body[3]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
-    assert ast.unparse(body[4]).splitlines() == [
+    assert ast.unparse(body[3]) == (
+        "from ptl_wsgi.compiler import mark_html_template as _ptl_mark_html, "
+        "mark_plain_template as _ptl_mark_plain"
+    )
+    assert ast.unparse(body[4]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
+    assert ast.unparse(body[5]).splitlines() == [
+        "@_ptl_mark_html",
         "def f(x):",
         "    _ptl_out = []",
         "    _ptl_out.append(_ptl_lit_0)",
