@@ -408,7 +408,8 @@ def _check(
         else:
             own, body = in_template, []
         inner = {id(child) for child in body}
-        for child in ast.iter_child_nodes(node):
+        # Reversed, so nodes are checked in source order and the first error is reported.
+        for child in reversed(list(ast.iter_child_nodes(node))):
             stack.append((child, own if id(child) in inner else in_template, depth + 1))
     return best, deepest
 

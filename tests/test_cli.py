@@ -171,3 +171,18 @@ def test_render_command_resolves_only_templates(
     assert "'ordinary' in page.ptl is an ordinary function" in capsys.readouterr().err
     assert main(["render", f"{page}:_helper"]) == 1
     assert "(names starting with '_' are private)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["check", "compile"])
+def test_check_and_compile_apply_the_compiler_rules(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ptl_wsgi.cli import main
+
+    bad = tmp_path / "bad.ptl"
+    bad.write_text("def f [html] (_ptl_out):\n    f'{x:{(yield)}}'\n")
+    assert main([command, str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"{bad}:1:15: '_ptl_out': names starting with")
+    bad.write_text("def f [html] (x):\n    f'{x:{(yield)}}'\n")
+    assert main([command, str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"{bad}:2:12: 'yield' in a template")

@@ -751,3 +751,8 @@ def test_names_like_reserved_ones_in_other_places_are_fine() -> None:
         """
     )
     assert m.f(m.make()) == "11_ptl_out2"
+
+
+def test_the_first_rule_violation_in_the_source_is_reported() -> None:
+    exc = syntax_error("def f [html] (_ptl_a):\n    (yield)\n    _ptl_b = 1\n")
+    assert (exc.lineno, exc.offset) == (1, 15)
