@@ -13,8 +13,11 @@ Compilation has two steps:
    end of the body return the joined output, and in ``[html]`` templates
    string literals become ``htmltext`` built once at import.
 
-The generated code uses only the four names imported at the top of every
-compiled module, so cached bytecode works with either htmltext twin.
+The generated code uses only the names imported at the top of every compiled
+module (four from ``ptl_wsgi.html``, so cached bytecode works with either
+htmltext twin, and the two template markers from here).  Every template gets
+``__ptl_template__`` (``"html"`` or ``"plain"``), set by an innermost
+decorator; that is how the loader tells templates from other callables.
 """
 
 from __future__ import annotations
@@ -22,17 +25,30 @@ from __future__ import annotations
 import ast
 import io
 import keyword
+import re
+import sys
+import threading
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.util import decode_source
 from types import CodeType
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["COMPILER_VERSION", "compile_ptl", "parse_ptl"]
+__all__ = [
+    "COMPILER_VERSION",
+    "RESERVED_PREFIX",
+    "compile_ptl",
+    "mark_html_template",
+    "mark_plain_template",
+    "parse_ptl",
+]
 
 #: Part of every bytecode cache file name: bump it whenever generated code changes.
-COMPILER_VERSION = "1"
+COMPILER_VERSION = "2"
+
+#: Every name the compiler generates starts with this; user code may not use it.
+RESERVED_PREFIX = "_ptl_"
 
 _RUNTIME_NAMES = (
     ("htmltext", "_ptl_htmltext"),
@@ -40,6 +56,11 @@ _RUNTIME_NAMES = (
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
 )
+_MARKERS = (
+    ("mark_html_template", "_ptl_mark_html"),
+    ("mark_plain_template", "_ptl_mark_plain"),
+)
+_MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
@@ -133,7 +154,8 @@ class _Transformer(ast.NodeTransformer):
 
     ``self.kind`` is the innermost enclosing scope: ``"html"`` or ``"plain"``
     inside a template body, ``None`` in ordinary code (the module, classes,
-    ordinary functions and lambdas, even when nested in a template).
+    ordinary functions and lambdas, even when nested in a template).  Rules
+    that need no rewriting (reserved names, ``yield``) are :func:`_check`'s.
     """
 
     def __init__(self, templates: Templates, filename: str, lines: list[str]) -> None:
@@ -204,6 +226,8 @@ class _Transformer(ast.NodeTransformer):
             *node.body,
             _located(ast.Return(self.joined(kind, header)), header),
         ]
+        # Innermost, so the mark is on the function itself whatever wraps it.
+        node.decorator_list.append(_name(_MARK[kind], header))
 
     @staticmethod
     def joined(kind: str, ref: ast.AST) -> ast.Call:
@@ -261,13 +285,6 @@ class _Transformer(ast.NodeTransformer):
 
     visit_TryStar = visit_Try
 
-    def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> ast.AST:
-        if self.kind is not None:
-            raise self.error("'yield' in a template; templates cannot be generators", node)
-        return self.generic_visit(node)
-
-    visit_YieldFrom = visit_Yield
-
     # -- literals --------------------------------------------------------------
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
@@ -306,15 +323,23 @@ class _Transformer(ast.NodeTransformer):
                 part.format_spec = None
         return _call(_name("_ptl_htmltext", node), [node], node)
 
-    @staticmethod
-    def spec(part: ast.FormattedValue) -> ast.expr:
+    def spec(self, part: ast.FormattedValue) -> ast.expr:
         """The field's format spec as a plain str expression (never htmltext)."""
         spec = part.format_spec
         if spec is None:
             return _located(ast.Constant(""), part)
         if all(isinstance(p, ast.Constant) for p in spec.values):
             return _located(ast.Constant("".join(p.value for p in spec.values)), spec)
+        self.visit_spec_fields(spec)
         return spec
+
+    def visit_spec_fields(self, spec: ast.JoinedStr) -> None:
+        # The spec stays an f-string (so a str); the expressions in it are template code.
+        for field in spec.values:
+            if isinstance(field, ast.FormattedValue):
+                field.value = self.visit(field.value)
+                if field.format_spec is not None:
+                    self.visit_spec_fields(field.format_spec)
 
     # Places where a literal must stay a str: the Python grammar or the meaning
     # of the code needs it (patterns, annotations, type aliases).
@@ -335,6 +360,101 @@ class _Transformer(ast.NodeTransformer):
 
     def visit_TypeAlias(self, node: ast.AST) -> ast.AST:
         return node
+
+
+# -- rules checked on the parsed tree, before it is rewritten ------------------------------
+
+_TEMPLATE_SCOPE = True  # the code runs in a template's own frame
+_OTHER_SCOPE = False
+
+
+def _check(
+    tree: ast.Module, templates: Templates, filename: str, lines: list[str]
+) -> tuple[int, ast.AST | None]:
+    """Reject reserved names anywhere and ``yield`` that would run in a template's frame.
+
+    A walk over every node (format specs, annotations and defaults included),
+    iterative so that its depth costs no stack.  Each node is visited with
+    the scope its code runs in: a def's decorators, defaults and annotations
+    and a class's bases run in the enclosing scope; bodies run in their own.
+    Returns the tree's depth and its deepest node that has a location.
+    """
+    best, deepest = 0, None
+    stack: list[tuple[ast.AST, bool, int]] = [(tree, _OTHER_SCOPE, 1)]
+    while stack:
+        node, in_template, depth = stack.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, deepest = depth, node
+        for name, ref in _bound_names(node):
+            if name.startswith(RESERVED_PREFIX):
+                raise _syntax_error(
+                    f"{name!r}: names starting with {RESERVED_PREFIX!r} are reserved "
+                    "for the code the PTL compiler generates",
+                    filename,
+                    lines,
+                    _name_location(name, ref, lines),
+                )
+        if isinstance(node, (ast.Yield, ast.YieldFrom)) and in_template:
+            raise _syntax_error(
+                "'yield' in a template; templates cannot be generators", filename, lines, node
+            )
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own = (node.lineno, node.col_offset) in templates
+            body: list[ast.AST] = list(node.body)
+        elif isinstance(node, ast.Lambda):
+            own, body = _OTHER_SCOPE, [node.body]
+        elif isinstance(node, ast.ClassDef):
+            own, body = _OTHER_SCOPE, list(node.body)
+        else:
+            own, body = in_template, []
+        inner = {id(child) for child in body}
+        # Reversed, so nodes are checked in source order and the first error is reported.
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            stack.append((child, own if id(child) in inner else in_template, depth + 1))
+    return best, deepest
+
+
+def _bound_names(node: ast.AST) -> list[tuple[str, ast.AST]]:
+    """The identifiers *node* itself names (binds or reads), with the node to locate them by.
+
+    Attribute names and keyword-argument names are left out: they belong to
+    another object's namespace, never to the scopes the generated code uses.
+    """
+    if isinstance(node, ast.Name):
+        return [(node.id, node)]
+    if isinstance(node, ast.arg):
+        return [(node.arg, node)]
+    if isinstance(node, ast.alias):
+        return [(node.asname or node.name.partition(".")[0], node)]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [(node.name, node)]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return [(name, node) for name in node.names]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [] if node.name is None else [(node.name, node)]
+    if isinstance(node, ast.MatchMapping):
+        return [] if node.rest is None else [(node.rest, node)]
+    name = getattr(node, "name", None)  # PEP 695 type parameters (3.12+)
+    if type(node).__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple") and name:
+        return [(name, node)]
+    return []
+
+
+def _name_location(name: str, ref: ast.AST, lines: list[str]) -> ast.AST:
+    """A node spanning *name* where it first appears at or after *ref*'s start."""
+    line = lines[ref.lineno - 1]
+    start = _char_col(line, ref.col_offset)
+    found = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)").search(line, start)
+    if found is None:
+        return ref
+    col = _byte_col(line, found.start())
+    return ast.Name(
+        id=name,
+        lineno=ref.lineno,
+        end_lineno=ref.lineno,
+        col_offset=col,
+        end_col_offset=col + len(name.encode("utf-8")),
+    )
 
 
 def _first_output(statements: list[ast.stmt]) -> ast.Expr | None:
@@ -435,11 +555,30 @@ def parse_ptl(source: str | bytes, filename: str = "<ptl>") -> ast.Module:
     Raises SyntaxError, located in the .ptl source, for invalid PTL.
     """
     original = _split_lines(source, filename)
-    with _nesting_limit(filename, original):
-        return _parse_lines(original, filename)
+    return _on_fresh_stack(_parse_lines, original, filename)[0]
 
 
-def _parse_lines(original: list[str], filename: str) -> ast.Module:
+def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
+    """Compile PTL *source* to a module code object whose filename is *filename*.
+
+    Raises SyntaxError, located in the .ptl source, for invalid PTL.
+    """
+    original = _split_lines(source, filename)
+    return _on_fresh_stack(_compile_lines, original, filename)
+
+
+def _compile_lines(original: list[str], filename: str) -> CodeType:
+    tree, depth, deepest = _parse_lines(original, filename)
+    with _recursion_room(depth), _nesting_limit(filename, original, deepest):
+        try:
+            return compile(tree, filename, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            # Errors found by the compiler proper (e.g. 'nonlocal' misuse) carry no source line.
+            raise _fill_text(exc, original) from None
+
+
+def _parse_lines(original: list[str], filename: str) -> tuple[ast.Module, int, ast.AST | None]:
+    """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
         if "\0" in line:
             # Python versions disagree (ValueError or an unlocated SyntaxError).
@@ -450,35 +589,157 @@ def _parse_lines(original: list[str], filename: str) -> ast.Module:
             )
     lines = list(original)
     templates, token_error = _preprocess(lines)
+    text = "".join(lines)
+    # CPython's own limits, under the caller's recursion limit, decide what is too deep.
     try:
-        tree = ast.parse("".join(lines), filename)
+        tree = ast.parse(text, filename)
     except SyntaxError as exc:
         raise _fill_text(exc, original) from None
+    except (RecursionError, MemoryError):
+        raise _too_deep(filename, original, _deepest_after_all(text, filename)) from None
     if token_error is not None:
         # The parser accepted what the tokenizer rejected; trust the stricter one.
         raise _tokenizer_error(token_error, filename, original)
-    transformer = _Transformer(templates, filename, original)
-    tree = transformer.visit(tree)
-    _add_prologue(tree, list(transformer.literals.values()))
-    return tree
+    depth, deepest = _check(tree, templates, filename, original)
+    if depth * 4 > _user_recursion_limit():
+        # Deep enough that compiling (not just parsing) may exceed CPython's limits.
+        try:
+            compile(text, filename, "exec", dont_inherit=True)
+        except (RecursionError, MemoryError):
+            raise _too_deep(filename, original, deepest) from None
+        except SyntaxError:
+            pass  # reported, better located, when the transformed tree is compiled
+    with _recursion_room(depth), _nesting_limit(filename, original, deepest):
+        transformer = _Transformer(templates, filename, original)
+        tree = transformer.visit(tree)
+        _add_prologue(tree, list(transformer.literals.values()))
+    return tree, depth, deepest
+
+
+def _depth(tree: ast.AST) -> tuple[int, ast.AST | None]:
+    """How deep *tree* is, and its deepest node that has a location."""
+    best, deepest = 0, None
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, deepest = depth, node
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return best, deepest
+
+
+def _deepest_after_all(text: str, filename: str) -> ast.AST | None:
+    """Where source that CPython found too deep to parse is deepest, if it can tell."""
+    try:
+        with _recursion_room(len(text)):
+            return _depth(ast.parse(text, filename))[1]
+    except (RecursionError, MemoryError, SyntaxError):
+        return None
+
+
+def _too_deep(filename: str, original: list[str], deepest: ast.AST | None) -> SyntaxError:
+    message = (
+        "too deeply nested to compile (Python gives up here: "
+        "maximum recursion depth exceeded during compilation)"
+    )
+    if deepest is not None:
+        return _syntax_error(message, filename, original, deepest)
+    # Without a tree the longest line is where deep nesting almost always is.
+    lineno = max(range(len(original)), key=lambda i: len(original[i]), default=0) + 1
+    text = original[lineno - 1] if original else ""
+    return SyntaxError(message, (filename, lineno, 1, text, lineno, len(text.rstrip("\n")) + 1))
 
 
 @contextmanager
-def _nesting_limit(filename: str, original: list[str]) -> Iterator[None]:
-    """Turn a RecursionError (parser, transformer or compiler) into a SyntaxError.
-
-    Python reports no location for it; the longest line is where deep nesting
-    almost always is.
-    """
+def _nesting_limit(filename: str, original: list[str], deepest: ast.AST | None) -> Iterator[None]:
+    """Turn a RecursionError left over despite :func:`_recursion_room` into a SyntaxError."""
     try:
         yield
     except RecursionError:
-        lineno = max(range(len(original)), key=lambda i: len(original[i]), default=0) + 1
-        text = original[lineno - 1] if original else ""
-        raise SyntaxError(
-            "too deeply nested to compile (Python's recursion limit was reached)",
-            (filename, lineno, 1, text, lineno, len(text.rstrip("\n")) + 1),
-        ) from None
+        raise _too_deep(filename, original, deepest) from None
+
+
+# -- room to compile: a fresh stack, and a recursion limit that fits the tree -------------
+#
+# How deep CPython lets source nest depends on how much of the recursion limit the
+# caller has used already, so the same file would compile at one import and not at
+# another.  Compiling in a new thread starts every file at the same depth; the limit
+# is raised (for the whole interpreter, so shared by every compilation) while a deep
+# tree is transformed and compiled, because the transformer recurses per level and
+# compiling an AST counts levels more strictly than compiling source does.
+
+_STACK_SIZE = 64 * 1024 * 1024
+_thread_lock = threading.Lock()
+_limit_lock = threading.Lock()
+_limit_users = 0
+_limit_before = 0
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
+    """``func(*args)`` in a new thread with a large stack, so the caller's depth is irrelevant."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, func(*args)))
+        except BaseException as exc:  # handed to the calling thread
+            outcome.append((False, exc))
+
+    thread: threading.Thread | None = threading.Thread(target=run, name="ptl-compile", daemon=True)
+    with _thread_lock:
+        # stack_size() applies to every thread started meanwhile: keep the window short.
+        previous = threading.stack_size()
+        try:
+            threading.stack_size(_STACK_SIZE)
+        except (ValueError, RuntimeError):
+            pass
+        try:
+            thread.start()
+        except RuntimeError:  # no threads here (interpreter shutdown, some platforms)
+            thread = None
+        finally:
+            threading.stack_size(previous)
+    if thread is None:
+        run()
+    else:
+        thread.join()
+    ok, value = outcome[0]
+    if ok:
+        return value
+    outcome.clear()
+    try:
+        raise value
+    finally:
+        value = None  # no reference cycle through the traceback
+
+
+def _user_recursion_limit() -> int:
+    """The recursion limit as set by the program, not as raised by a compilation."""
+    with _limit_lock:
+        return _limit_before if _limit_users else sys.getrecursionlimit()
+
+
+@contextmanager
+def _recursion_room(depth: int) -> Iterator[None]:
+    """A recursion limit high enough to transform and compile a tree *depth* levels deep."""
+    global _limit_users, _limit_before
+    # Measured: the transformer takes up to four frames per level.
+    needed = 4 * depth + 200
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_before = sys.getrecursionlimit()
+        _limit_users += 1
+        if needed > sys.getrecursionlimit():
+            sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_limit_before)
 
 
 def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
@@ -501,19 +762,21 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _RUNTIME_NAMES],
         level=0,
     )
-    body[index:index] = [_located(runtime, ref), *literals]
+    markers = ast.ImportFrom(
+        module="ptl_wsgi.compiler",
+        names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
+        level=0,
+    )
+    body[index:index] = [_located(runtime, ref), _located(markers, ref), *literals]
 
 
-def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
-    """Compile PTL *source* to a module code object whose filename is *filename*.
+def mark_html_template(function: _F) -> _F:
+    """Mark *function* as an ``[html]`` template (the compiler applies this to every one)."""
+    function.__ptl_template__ = "html"  # type: ignore[attr-defined]
+    return function
 
-    Raises SyntaxError, located in the .ptl source, for invalid PTL.
-    """
-    tree = parse_ptl(source, filename)
-    original = _split_lines(source, filename)
-    with _nesting_limit(filename, original):
-        try:
-            return compile(tree, filename, "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            # Errors found by the compiler proper (e.g. 'nonlocal' misuse) carry no source line.
-            raise _fill_text(exc, original) from None
+
+def mark_plain_template(function: _F) -> _F:
+    """Mark *function* as a ``[plain]`` template (the compiler applies this to every one)."""
+    function.__ptl_template__ = "plain"  # type: ignore[attr-defined]
+    return function

@@ -6,11 +6,15 @@ standard ``PathFinder``, so ``import pkg.mod`` finds ``pkg/mod.ptl`` on
 ``mod.ptl`` and another module of the same name (``mod.py``, ``mod.so``, a
 ``mod/`` package) is an error rather than a silent choice.
 
-Compiled code is cached in ``__pycache__/<name>.<cache_tag>-ptl_wsgi-<COMPILER_VERSION>.pyc``
+Compiled code is cached in
+``__pycache__/<name>.<cache_tag>-ptl_wsgi-<__version__>-<COMPILER_VERSION>.pyc``
 (``.opt-N`` appended under ``-O``), a name no Python source file can collide
-with.  The header records the source's size and mtime in nanoseconds.  The
-cache belongs to ptl_wsgi and is used even when ``sys.dont_write_bytecode``
-is set; where it cannot be written (read-only tree), modules compile in memory.
+with, and which changes with every release.  The header records a hash of
+the source (``importlib.util.source_hash``, as in PEP 552's checked pycs), so
+any edit is seen, whatever it does to the file's size or mtime.  Like
+Python's own cache it is read but never written when ``sys.dont_write_bytecode``
+is set (``-B``, ``PYTHONDONTWRITEBYTECODE``); where it cannot be written
+(read-only tree), modules compile in memory.
 """
 
 from __future__ import annotations
@@ -36,8 +40,17 @@ __all__ = [
 ]
 
 SUFFIX = ".ptl"
-_MAGIC = importlib.util.MAGIC_NUMBER + b"PTL\0"
-_HEADER = struct.Struct("<8sqq")  # magic, source mtime_ns, source size
+_MAGIC = importlib.util.MAGIC_NUMBER + b"PTL\1"
+_HEADER = struct.Struct("<8s8s")  # magic, importlib.util.source_hash(source)
+
+
+def _cache_tag() -> str:
+    # Imported here: this module is imported while ptl_wsgi/__init__ is still running.
+    from ptl_wsgi import __version__
+
+    # A version string may hold characters that do not belong in a file name.
+    version = "".join(c if c.isalnum() or c in "._+" else "_" for c in __version__)
+    return f"{sys.implementation.cache_tag}-ptl_wsgi-{version}-{compiler.COMPILER_VERSION}"
 
 
 def cache_path(source_path: str) -> str | None:
@@ -49,7 +62,7 @@ def cache_path(source_path: str) -> str | None:
         python_cache = importlib.util.cache_from_source(os.path.join(directory, stem + ".py"))
     except NotImplementedError:
         return None
-    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{compiler.COMPILER_VERSION}"
+    tag = _cache_tag()
     if sys.flags.optimize:
         tag += f".opt-{sys.flags.optimize}"
     return os.path.join(os.path.dirname(python_cache), f"{stem}.{tag}.pyc")
@@ -63,12 +76,12 @@ def _relocate(code: CodeType, filename: str) -> CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def _read_cache(path: str, stat: os.stat_result) -> CodeType | None:
+def _read_cache(path: str, source: bytes) -> CodeType | None:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        magic, mtime_ns, size = _HEADER.unpack_from(data)
-        if (magic, mtime_ns, size) != (_MAGIC, stat.st_mtime_ns, stat.st_size):
+        magic, source_hash = _HEADER.unpack_from(data)
+        if (magic, source_hash) != (_MAGIC, importlib.util.source_hash(source)):
             return None
         code = marshal.loads(memoryview(data)[_HEADER.size :])
     except (OSError, struct.error, EOFError, ValueError, TypeError):
@@ -76,14 +89,14 @@ def _read_cache(path: str, stat: os.stat_result) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
-def _write_cache(path: str, stat: os.stat_result, code: CodeType) -> None:
+def _write_cache(path: str, source: bytes, mode: int, code: CodeType) -> None:
     """Write *code* to *path* atomically; raises OSError when that is impossible."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    data = _HEADER.pack(_MAGIC, stat.st_mtime_ns, stat.st_size) + marshal.dumps(code)
+    data = _HEADER.pack(_MAGIC, importlib.util.source_hash(source)) + marshal.dumps(code)
     # A unique temporary name in the same directory, then an atomic rename.
     temp = f"{path}.{os.getpid()}-{id(data):x}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (stat.st_mode & 0o666) | 0o200)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (mode & 0o666) | 0o200)
     try:
         with open(fd, "wb") as f:
             f.write(data)
@@ -104,18 +117,19 @@ class PtlLoader(importlib.machinery.SourceFileLoader):
         return compiler.compile_ptl(data, path)
 
     def get_code(self, fullname: str) -> CodeType:
-        """The module's code, from the cache when it is fresh, else compiled (and cached)."""
+        """The module's code, from the cache when it matches the source, else compiled."""
         source_path = self.get_filename(fullname)
-        stat = os.stat(source_path)
+        # The source is read either way: its hash, not its mtime, says if the cache is fresh.
+        source = self.get_data(source_path)
         cache = cache_path(source_path)
         if cache is not None:
-            code = _read_cache(cache, stat)
+            code = _read_cache(cache, source)
             if code is not None:
                 return _relocate(code, source_path)
-        code = self.source_to_code(self.get_data(source_path), source_path)
-        if cache is not None:
+        code = self.source_to_code(source, source_path)
+        if cache is not None and not sys.dont_write_bytecode:
             try:
-                _write_cache(cache, stat, code)
+                _write_cache(cache, source, os.stat(source_path).st_mode, code)
             except OSError:
                 pass  # a read-only tree: compile in memory on every import
         return code
@@ -226,8 +240,10 @@ def precompile(source_path: str | os.PathLike[str]) -> str:
     cache = cache_path(source_path)
     if cache is None:
         raise OSError("this Python has no bytecode cache (sys.implementation.cache_tag is None)")
-    stat = os.stat(source_path)
     with open(source_path, "rb") as f:
-        code = compiler.compile_ptl(f.read(), source_path)
-    _write_cache(cache, stat, code)
+        source = f.read()
+        mode = os.fstat(f.fileno()).st_mode
+    code = compiler.compile_ptl(source, source_path)
+    # An explicit request: written even when sys.dont_write_bytecode is set, like compileall.
+    _write_cache(cache, source, mode, code)
     return cache

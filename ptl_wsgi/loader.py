@@ -180,7 +180,7 @@ class Loader:
         if self.find(path) is None:
             raise TemplateNotFound(path, self.places(relative))
         with self._lock:
-            return self._import(relative)
+            return self._import(relative, self.find(path))
 
     def find(self, path: str) -> str | None:
         """The file that the template file name *path* refers to, or None."""
@@ -234,17 +234,82 @@ class Loader:
             raise TemplateNotFound(name, self.places(relative))
         # Stamped before it is read, for the same reason as in _reload_if_changed.
         self._mtimes.setdefault(filename, _stat(filename))
-        module = self._import(relative)
-        function = getattr(module, function_name, None)
-        if not callable(function):
-            raise TemplateNotFound(
-                name, [filename], reason=f"{filename} has no template {function_name!r}"
-            )
-        return Template(name, filename, function)
+        module = self._import(relative, filename)
+        reason = self._not_a_template(module, path, function_name)
+        if reason:
+            raise TemplateNotFound(name, [filename], reason=reason)
+        return Template(name, filename, module.__dict__[function_name])
 
-    def _import(self, relative: str) -> ModuleType:
-        dotted = relative[: -len(_SUFFIX)].replace(os.sep, ".")
-        module = importlib.import_module(f"{self.package}.{dotted}")
+    def _not_a_template(self, module: ModuleType, path: str, attr: str) -> str:
+        """Why *attr* of *module* is not a public template defined there ("" if it is)."""
+        if attr.startswith("_"):
+            return f"no template {attr!r} in {path} (names starting with '_' are private)"
+        # The module's own namespace: no module __getattr__, no attributes of its type.
+        if attr not in module.__dict__:
+            return f"no template {attr!r} in {path}"
+        value = module.__dict__[attr]
+        origin = getattr(value, "__module__", None)
+        if isinstance(value, ModuleType):
+            return f"{attr!r} in {path} is a module, not a template"
+        if isinstance(value, type):
+            return f"{attr!r} in {path} is a class, not a template"
+        if not callable(value):
+            return f"{attr!r} in {path} is a {type(value).__name__}, not a template"
+        if isinstance(origin, str) and origin != module.__name__:
+            return f"{attr!r} in {path} is imported from {self._describe_module(origin)}"
+        # A generator defined here is a streamed template (see docs/flask.md): it
+        # cannot be an [html] template, and nobody writes one by accident.
+        if getattr(
+            value, "__ptl_template__", None
+        ) not in ("html", "plain") and not inspect.isgeneratorfunction(value):
+            if inspect.isfunction(value):
+                return (
+                    f"{attr!r} in {path} is an ordinary function: "
+                    f"did you mean 'def {attr} [html] (...)'?"
+                )
+            return f"{attr!r} in {path} is a {type(value).__name__}, not a template"
+        return ""
+
+    def _describe_module(self, module_name: str) -> str:
+        """A template file's name for this loader's modules, else the module's name."""
+        file = getattr(sys.modules.get(module_name), "__file__", None)
+        if module_name.startswith(self.package + ".") and file:
+            for directory in self.search_path:
+                if file.startswith(directory + os.sep):
+                    return os.path.relpath(file, directory).replace(os.sep, "/")
+        return module_name
+
+    def _import(self, relative: str, filename: str) -> ModuleType:
+        """The module of *filename*, loaded from that very file under a name made from *relative*.
+
+        Directories become packages and the file a module in them, so relative
+        imports work; a part that is not an identifier (``jquery.min``) is
+        escaped (:func:`_module_part`) rather than split at its dots.
+        """
+        from ptl_wsgi.importer import load_module_from_path
+
+        *directories, file = relative.split(os.sep)
+        parent_name = self.package
+        parent = sys.modules[parent_name]
+        for depth, directory in enumerate(directories, 1):
+            part = _module_part(directory)
+            name = f"{parent_name}.{part}"
+            package = sys.modules.get(name)
+            if package is None:
+                spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+                spec.submodule_search_locations = [
+                    os.path.join(root, *directories[:depth]) for root in self.search_path
+                ]
+                package = importlib.util.module_from_spec(spec)
+                sys.modules[name] = package
+                setattr(parent, part, package)
+            parent_name, parent = name, package
+        part = _module_part(file[: -len(_SUFFIX)])
+        name = f"{parent_name}.{part}"
+        module = sys.modules.get(name)
+        if module is None:
+            module = load_module_from_path(filename, name)
+            setattr(parent, part, module)
         self._record_files()
         return module
 
@@ -279,6 +344,22 @@ class Loader:
         self._templates.clear()
         self._mtimes.clear()
         importlib.invalidate_caches()
+
+
+def _module_part(part: str) -> str:
+    """*part* of a file's path as one component of a module name, never containing a dot.
+
+    Identifiers stay as they are, so relative imports between templates find
+    the same modules.  Anything else becomes ``-`` followed by the part with
+    each character outside ``[A-Za-z0-9_]`` written as ``-<hex>-``: no
+    identifier starts with ``-``, and the escaping is reversible, so two files
+    never share a module.
+    """
+    if part.isidentifier():
+        return part
+    return "-" + "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else f"-{ord(c):x}-" for c in part
+    )
 
 
 def _stat(path: str) -> tuple[int, int] | None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ptl_helpers import subprocess_env, write_files
 
 from ptl_wsgi.importer import cache_path
@@ -115,3 +116,73 @@ def test_no_command_prints_help() -> None:
     result = run()
     assert result.returncode == 2
     assert "compile" in result.stdout and "check" in result.stdout and "show" in result.stdout
+
+
+# -- the dev server and `render` resolve names by the loader's rule -----------------------
+
+
+def _non_templates(root: Path) -> None:
+    (root / "other.ptl").write_text('def shared [html] ():\n    "<shared>"\n')
+    (root / "page.ptl").write_text(
+        "from .other import shared\n"
+        'def render [html] ():\n    "<page>"\n'
+        'def _helper [html] ():\n    "<private>"\n'
+        'def ordinary():\n    return "<ordinary>"\n'
+    )
+    (root / "jquery.min.ptl").write_text('def render [plain] ():\n    "js"\n')
+
+
+def test_dev_server_serves_only_templates(tmp_path: Path) -> None:
+    from werkzeug.test import Client
+
+    from ptl_wsgi.devserver import template_app
+
+    _non_templates(tmp_path)
+    app = template_app(str(tmp_path))
+    try:
+        client = Client(app)
+        assert client.get("/page").text == "<page>"
+        assert client.get("/jquery.min").text == "js"
+        for path, reason in [
+            ("/page:_helper", "names starting with &#39;_&#39; are private"),
+            ("/page:__class__", "names starting with &#39;_&#39; are private"),
+            ("/page:ordinary", "is an ordinary function"),
+            ("/page:shared", "is imported from other.ptl"),
+        ]:
+            response = client.get(path)
+            assert response.status_code == 404, path
+            assert reason in response.text, (path, response.text)
+    finally:
+        app.loader.close()
+
+
+def test_render_command_resolves_only_templates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ptl_wsgi.cli import main
+
+    _non_templates(tmp_path)
+    page = str(tmp_path / "page.ptl")
+    assert main(["render", page]) == 0
+    assert capsys.readouterr().out == "<page>\n"
+    assert main(["render", str(tmp_path / "jquery.min.ptl")]) == 0
+    assert capsys.readouterr().out == "js\n"
+    assert main(["render", f"{page}:ordinary"]) == 1
+    assert "'ordinary' in page.ptl is an ordinary function" in capsys.readouterr().err
+    assert main(["render", f"{page}:_helper"]) == 1
+    assert "(names starting with '_' are private)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["check", "compile"])
+def test_check_and_compile_apply_the_compiler_rules(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ptl_wsgi.cli import main
+
+    bad = tmp_path / "bad.ptl"
+    bad.write_text("def f [html] (_ptl_out):\n    f'{x:{(yield)}}'\n")
+    assert main([command, str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"{bad}:1:15: '_ptl_out': names starting with")
+    bad.write_text("def f [html] (x):\n    f'{x:{(yield)}}'\n")
+    assert main([command, str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"{bad}:2:12: 'yield' in a template")

@@ -359,8 +359,13 @@ def test_generated_code_shape() -> None:
         "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field"
     )
-    assert ast.unparse(body[3]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
-    assert ast.unparse(body[4]).splitlines() == [
+    assert ast.unparse(body[3]) == (
+        "from ptl_wsgi.compiler import mark_html_template as _ptl_mark_html, "
+        "mark_plain_template as _ptl_mark_plain"
+    )
+    assert ast.unparse(body[4]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
+    assert ast.unparse(body[5]).splitlines() == [
+        "@_ptl_mark_html",
         "def f(x):",
         "    _ptl_out = []",
         "    _ptl_out.append(_ptl_lit_0)",
@@ -567,5 +572,187 @@ def test_null_byte_is_located() -> None:
 )
 def test_too_deep_nesting_is_a_syntax_error(expression: str) -> None:
     exc = syntax_error(f"def f [html] (x):\n    {expression}\n")
-    assert (exc.filename, exc.lineno, exc.offset) == ("bad.ptl", 2, 1)
+    assert (exc.filename, exc.lineno) == ("bad.ptl", 2)
     assert "too deeply nested" in exc.msg
+
+
+# -- nesting depth: the same answer as CPython, from any caller ----------------------------
+
+
+def _elif_chain(count: int, template: bool = False) -> str:
+    header, output = ("def f [html] (x):", "") if template else ("def f(x):", "return ")
+    arms = "".join(f"    elif x == {i}:\n        {output}'{i}'\n" for i in range(count))
+    return f"{header}\n    if x is None:\n        {output}'none'\n{arms}"
+
+
+def _at_depth(depth: int, func: Any) -> Any:
+    return func() if depth <= 0 else _at_depth(depth - 1, func)
+
+
+@pytest.mark.parametrize("template", [False, True], ids=["function", "template"])
+def test_long_elif_chain_compiles(template: bool) -> None:
+    source = _elif_chain(500, template)
+    compile(source.replace(" [html] ", ""), "ref.py", "exec")  # CPython accepts it
+    m = load(source)
+    assert m.f(499) == "499"
+
+
+def test_elif_chain_compiles_from_deep_in_the_stack() -> None:
+    source = _elif_chain(300, template=True)
+    # Deep enough that CPython itself, called here, would give up on this source.
+    depth = sys.getrecursionlimit() - 120
+    code = _at_depth(depth, lambda: compile_ptl(source, "deep.ptl"))
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    assert namespace["f"](299) == "299"
+
+
+def test_long_operator_chains_compile() -> None:
+    terms = 2000
+    m = load(
+        f"""
+        def total [plain] (x):
+            {"+".join(["x"] * terms)}
+        def both [plain] (x):
+            {" and ".join(["x"] * terms)}
+        """
+    )
+    assert m.total(1) == str(terms) and m.both(1) == "1"
+
+
+def test_too_deep_expression_is_located_like_cpython_rejects_it() -> None:
+    expression = "-" * 5000 + "x"
+    with pytest.raises((RecursionError, MemoryError)):
+        compile(expression, "ref.py", "exec")
+    exc = syntax_error(f"x = 1\ndef f [html] (x):\n    {expression}\n")
+    # At the innermost operand: where the nesting is deepest.
+    assert (exc.filename, exc.lineno, exc.offset) == ("bad.ptl", 3, 5005)
+    assert "too deeply nested" in exc.msg and "recursion" in exc.msg
+
+
+# -- every nested expression follows the template's rules ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "f'{x:{(yield)}}'",
+        "f'{x:{y}{(yield)}}'",
+        "f'{x:>{(yield)}}'",
+        "f'{f\"{(yield)}\"}'",
+        "f'{x!r:{(yield from y)}}'",
+    ],
+)
+@pytest.mark.parametrize("kind", ["html", "plain"])
+def test_yield_in_nested_f_string_parts_is_rejected(expression: str, kind: str) -> None:
+    exc = syntax_error(f"def f [{kind}] (x, y=()):\n    {expression}\n")
+    assert exc.lineno == 2 and "'yield' in a template" in exc.msg
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f [html] (x):\n    def g(y=(yield)):\n        pass\n",
+        "def f [html] (x):\n    g = lambda y=(yield): y\n",
+        "def f [html] (x):\n    class C((yield)):\n        pass\n",
+        "def f [html] (x):\n    class C(metaclass=(yield)):\n        pass\n",
+        "def f [html] (x):\n    @(yield)\n    def g():\n        pass\n",
+        "def f [html] (x):\n    def g(y: (yield)):\n        pass\n",
+        "def f [html] (x):\n    def g() -> (yield):\n        pass\n",
+        "def f [html] (x):\n    y: (yield) = 1\n",
+    ],
+    ids=["default", "lambda default", "base", "keyword", "decorator", "annotation", "returns",
+         "variable annotation"],
+)
+def test_yield_evaluated_in_the_template_scope_is_rejected(source: str) -> None:
+    exc = syntax_error(source)
+    assert exc.lineno in (2, 3) and "'yield' in a template" in exc.msg
+
+
+def test_yield_in_nested_scopes_is_still_fine() -> None:
+    m = load(
+        """
+        def f [plain] (xs):
+            def gen():
+                yield from xs
+            lam = lambda: (yield)
+            ''.join(gen())
+        """
+    )
+    assert m.f("ab") == "ab"
+
+
+def test_expressions_in_format_specs_follow_html_rules() -> None:
+    m = load(
+        """
+        def f [html] (x, width):
+            f'[{x:>{width}}]'
+            f'[{x:{"^"}{width}}]'
+        """
+    )
+    assert m.f("<", 3) == "[  &lt;][ &lt; ]"
+
+
+# -- names the compiler generates cannot be used ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f [html] (_ptl_lit_0):\n    'x'\n",
+        "def f [html] (*, _ptl_out):\n    'x'\n",
+        "def f [html] (*_ptl_x, **kw):\n    'x'\n",
+        "def f [html] (**_ptl_x):\n    'x'\n",
+        "def f [html] (a, /, _ptl_x=1):\n    'x'\n",
+        "def f [html] ():\n    _ptl_out = []\n",
+        "def f [html] ():\n    x = _ptl_out\n",
+        "def f [html] ():\n    for _ptl_i in []: pass\n",
+        "def f [html] ():\n    with open('x') as _ptl_f: pass\n",
+        "def f [html] ():\n    (_ptl_w := 1)\n",
+        "def f [html] ():\n    global _ptl_out\n",
+        "def f [html] ():\n    def g():\n        nonlocal _ptl_x\n",
+        "import os as _ptl_htmltext\n",
+        "import _ptl_mod\n",
+        "from os import path as _ptl_lit_0\n",
+        "from os import _ptl_x\n",
+        "def _ptl_html_join(x):\n    pass\n",
+        "class _ptl_out:\n    pass\n",
+        "async def _ptl_f():\n    pass\n",
+        "try:\n    pass\nexcept Exception as _ptl_e:\n    pass\n",
+        "match x:\n    case [*_ptl_rest]:\n        pass\n",
+        "match x:\n    case {**_ptl_rest}:\n        pass\n",
+        "match x:\n    case int() as _ptl_v:\n        pass\n",
+        "f = lambda _ptl_a: 1\n",
+        "x = [_ptl_i for _ptl_i in y]\n",
+        "del _ptl_out\n",
+    ],
+)
+def test_reserved_names_are_a_located_error(source: str) -> None:
+    exc = syntax_error(source)
+    assert exc.filename == "bad.ptl"
+    assert "_ptl_" in exc.msg and "reserved" in exc.msg
+    line = source.splitlines()[exc.lineno - 1]
+    # At the name itself, not just its statement.
+    assert line[exc.offset - 1 :].startswith("_ptl_"), (exc.lineno, exc.offset, line)
+
+
+def test_names_like_reserved_ones_in_other_places_are_fine() -> None:
+    m = load(
+        """
+        import types
+        def make():
+            return types.SimpleNamespace(_ptl_attr=1)
+        def f [html] (obj, **kw):
+            obj._ptl_attr
+            dict(_ptl_key=1)['_ptl_key']
+            '_ptl_out'
+            ptl_out = 2
+            ptl_out
+        """
+    )
+    assert m.f(m.make()) == "11_ptl_out2"
+
+
+def test_the_first_rule_violation_in_the_source_is_reported() -> None:
+    exc = syntax_error("def f [html] (_ptl_a):\n    (yield)\n    _ptl_b = 1\n")
+    assert (exc.lineno, exc.offset) == (1, 15)

@@ -9,15 +9,16 @@ import inspect
 import linecache
 import os
 import shutil
+import subprocess
 import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ptl_helpers import import_sandbox, write_files
+from ptl_helpers import import_sandbox, subprocess_env, write_files
 
-from ptl_wsgi import compiler
+from ptl_wsgi import __version__, compiler
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.importer import (
     PtlFinder,
@@ -33,6 +34,12 @@ def page [html] (x):
     "<p>"
     x
 """
+
+
+@pytest.fixture(autouse=True)
+def write_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cache is under test here, even when the environment says -B.
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
 
 
 @pytest.fixture
@@ -67,7 +74,7 @@ def test_import_sets_module_attributes(sandbox: Path) -> None:
     assert module.__spec__.origin == source
     assert module.__spec__.has_location
     assert isinstance(module.__loader__, PtlLoader)
-    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{compiler.COMPILER_VERSION}"
+    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{__version__}-{compiler.COMPILER_VERSION}"
     expected_cache = sandbox / "__pycache__" / f"plainmod.{tag}.pyc"
     assert module.__cached__ == module.__spec__.cached == str(expected_cache)
     assert expected_cache.is_file()
@@ -142,16 +149,29 @@ def test_syntax_error_on_import_names_the_ptl_file(sandbox: Path) -> None:
     assert "broken" not in sys.modules
 
 
-def test_cache_is_used_when_fresh(sandbox: Path) -> None:
+def test_cache_is_used_when_fresh(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = sandbox / "cached.ptl"
     path.write_text("VALUE = 'old!'\n")
     assert importlib.import_module("cached").VALUE == "old!"
-    stat = path.stat()
-    # Same size and mtime: the cache header matches, so the cached code runs.
-    path.write_text("VALUE = 'new!'\n")
-    set_mtime_ns(path, stat.st_mtime_ns)
     del sys.modules["cached"]
+    os.utime(path, ns=(1, 1))  # touched, same text: still fresh
+
+    def no_compiling(*args: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(compiler, "compile_ptl", no_compiling)
     assert importlib.import_module("cached").VALUE == "old!"
+
+
+def test_same_size_edit_with_mtime_restored_is_seen(sandbox: Path) -> None:
+    path = sandbox / "sneaky.ptl"
+    path.write_text("VALUE = 'old!'\n")
+    assert importlib.import_module("sneaky").VALUE == "old!"
+    stat = path.stat()
+    path.write_text("VALUE = 'new!'\n")  # same size
+    set_mtime_ns(path, stat.st_mtime_ns)
+    del sys.modules["sneaky"]
+    assert importlib.import_module("sneaky").VALUE == "new!"
 
 
 @pytest.mark.parametrize("new_text", ["VALUE = 'new!'\n", "VALUE = 'longer'\n"])
@@ -179,7 +199,7 @@ def test_compiler_version_is_part_of_the_cache_name(
     del sys.modules["versioned"]
     module = importlib.import_module("versioned")
     new_cache = Path(module.__cached__)
-    assert new_cache != old_cache and "-ptl_wsgi-999" in new_cache.name
+    assert new_cache != old_cache and new_cache.name.endswith("-999.pyc")
     assert new_cache.is_file() and old_cache.is_file()
 
 
@@ -193,12 +213,42 @@ def test_corrupt_cache_is_rewritten(sandbox: Path) -> None:
     assert cache.read_bytes() == good
 
 
-def test_cache_is_written_even_with_dont_write_bytecode(
+def test_no_cache_is_written_with_dont_write_bytecode(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    write_files(sandbox, {"always.ptl": PAGE})
-    assert Path(importlib.import_module("always").__cached__).is_file()
+    write_files(sandbox, {"never.ptl": PAGE})
+    module = importlib.import_module("never")
+    assert module.page("<") == "<p>&lt;"
+    assert not Path(module.__cached__).exists()
+    assert not (sandbox / "__pycache__").exists()
+
+
+def test_pythondontwritebytecode_means_no_cache(tmp_path: Path) -> None:
+    write_files(tmp_path, {"envpage.ptl": PAGE})
+    env = subprocess_env(PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    child = "import ptl_wsgi; ptl_wsgi.install(); import envpage; print(envpage.page('<'))"
+    result = subprocess.run(
+        [sys.executable, "-c", child], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout == "<p>&lt;\n"
+    assert not (tmp_path / "__pycache__").exists()
+
+
+def test_package_version_is_part_of_the_cache_name(
+    sandbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ptl_wsgi
+
+    path = sandbox / "release.ptl"
+    path.write_text("VALUE = 1\n")
+    old_cache = Path(importlib.import_module("release").__cached__)
+    monkeypatch.setattr(ptl_wsgi, "__version__", "99.0")
+    del sys.modules["release"]
+    new_cache = Path(importlib.import_module("release").__cached__)
+    assert new_cache != old_cache and "-ptl_wsgi-99.0-" in new_cache.name
+    assert new_cache.is_file()
 
 
 def test_unwritable_cache_directory_still_imports(sandbox: Path) -> None:
@@ -215,14 +265,16 @@ def test_unwritable_cache_directory_still_imports(sandbox: Path) -> None:
         precompile(sandbox / "ro" / "page.ptl")
 
 
-def test_precompiled_cache_is_used(sandbox: Path) -> None:
+def test_precompiled_cache_is_used(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = sandbox / "pre.ptl"
     path.write_text("VALUE = 'one'\n")
     cache = precompile(path)
     assert cache == cache_path(str(path)) and Path(cache).is_file()
-    stat = path.stat()
-    path.write_text("VALUE = 'two'\n")
-    set_mtime_ns(path, stat.st_mtime_ns)
+
+    def no_compiling(*args: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(compiler, "compile_ptl", no_compiling)
     assert importlib.import_module("pre").VALUE == "one"
 
 

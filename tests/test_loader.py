@@ -332,12 +332,12 @@ def test_edit_saved_while_the_template_compiles_is_not_lost(
     def version(n: int, saves: int | None = None) -> str:
         source = f'def render [html] ():\n    "v{n}"\n'
         if saves is not None:
-            source = f"import _ptl_edit_hook\n_ptl_edit_hook.save({saves})\n" + source
+            source = f"import edit_hook_for_test\nedit_hook_for_test.save({saves})\n" + source
         return source
 
-    hook = types.ModuleType("_ptl_edit_hook")
+    hook = types.ModuleType("edit_hook_for_test")
     hook.save = lambda n: write(page, version(n))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "_ptl_edit_hook", hook)
+    monkeypatch.setitem(sys.modules, "edit_hook_for_test", hook)
     write(page, version(1, saves=2))
     loader = make_loader(tmp_path, auto_reload=True)
     assert loader.render("page.ptl") == "v1"  # first load
@@ -410,3 +410,120 @@ def test_loaders_are_independent(site: tuple[Path, Path], make_loader: MakeLoade
     assert first.render("page.ptl", {"title": "t"}) == "<h1>t</h1>"
     assert second.render("page.ptl", {"title": "t"}) == "shadowed"
     assert loader_module.DEFAULT_FUNCTION == "render"
+
+
+# -- file names that are not Python identifiers ------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["jquery.min.ptl", "x.y.ptl", "my-page.ptl", "2col.ptl"])
+def test_dotted_and_other_file_names_load_that_file(
+    name: str, tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    write(tmp_path / "layout.ptl", 'def wrap [html] (x):\n    "[" \n    x\n    "]"\n')
+    write(tmp_path / name, "from .layout import wrap\ndef render [html] ():\n    wrap('<own>')\n")
+    # A decoy where a dotted import of "x.y" would look.
+    write(tmp_path / "x" / "y.ptl", 'def render [html] ():\n    "decoy"\n')
+    loader = make_loader(tmp_path)
+    assert loader.render(name) == "[<own>]"
+    assert loader.module(name).__file__ == str(tmp_path.resolve() / name)
+
+
+def test_dotted_directory_names(tmp_path: Path, make_loader: MakeLoader) -> None:
+    write(tmp_path / "v1.2" / "parts.ptl", 'def part [html] ():\n    "<p>"\n')
+    page = "from .parts import part\ndef render [html] ():\n    part()\n"
+    write(tmp_path / "v1.2" / "page.ptl", page)
+    assert make_loader(tmp_path).render("v1.2/page.ptl") == "<p>"
+
+
+def test_escaped_names_do_not_collide(tmp_path: Path, make_loader: MakeLoader) -> None:
+    write(tmp_path / "a.b.ptl", 'def render [plain] ():\n    "dot"\n')
+    write(tmp_path / "a-b.ptl", 'def render [plain] ():\n    "dash"\n')
+    write(tmp_path / "a-2eb.ptl", 'def render [plain] ():\n    "lookalike"\n')
+    loader = make_loader(tmp_path)
+    assert [loader.render(n) for n in ("a.b.ptl", "a-b.ptl", "a-2eb.ptl")] == [
+        "dot", "dash", "lookalike"
+    ]
+
+
+# -- template names resolve only to templates defined in that file ------------------------
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    write(tmp_path / "other.ptl", 'def shared [html] ():\n    "<shared>"\n')
+    write(
+        tmp_path / "page.ptl",
+        """
+        import os
+        from .other import shared
+        from os.path import join
+
+        def render [html] ():
+            "<page>"
+
+        def _helper [html] ():
+            "<private>"
+
+        def ordinary():
+            return "<ordinary>"
+
+        class Widget:
+            pass
+
+        alias = render
+        value = "text"
+        """,
+    )
+    write(tmp_path / "plainfunc.ptl", 'def render():\n    return "<blank?>"\n')
+    return tmp_path
+
+
+def test_public_templates_and_aliases_resolve(mixed: Path, make_loader: MakeLoader) -> None:
+    loader = make_loader(mixed)
+    assert loader.render("page.ptl") == "<page>"
+    assert loader.render("page.ptl:alias") == "<page>"
+    assert loader.render("other.ptl:shared") == "<shared>"
+
+
+PRIVATE = "(names starting with '_' are private)"
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("page.ptl:_helper", f"no template '_helper' in page.ptl {PRIVATE}"),
+        ("page.ptl:__class__", f"no template '__class__' in page.ptl {PRIVATE}"),
+        ("page.ptl:__dict__", f"no template '__dict__' in page.ptl {PRIVATE}"),
+        ("page.ptl:shared", "'shared' in page.ptl is imported from other.ptl"),
+        ("page.ptl:join", "'join' in page.ptl is imported from posixpath"),
+        ("page.ptl:os", "'os' in page.ptl is a module, not a template"),
+        ("page.ptl:Widget", "'Widget' in page.ptl is a class, not a template"),
+        ("page.ptl:value", "'value' in page.ptl is a str, not a template"),
+        ("page.ptl:nothing", "no template 'nothing' in page.ptl"),
+        (
+            "page.ptl:ordinary",
+            "'ordinary' in page.ptl is an ordinary function: "
+            "did you mean 'def ordinary [html] (...)'?",
+        ),
+        (
+            "plainfunc.ptl",
+            "'render' in plainfunc.ptl is an ordinary function: "
+            "did you mean 'def render [html] (...)'?",
+        ),
+    ],
+)
+def test_only_templates_defined_in_the_file_resolve(
+    name: str, reason: str, mixed: Path, make_loader: MakeLoader
+) -> None:
+    if name.endswith(":join") and os.path.__name__ != "posixpath":
+        reason = reason.replace("posixpath", os.path.__name__)
+    with pytest.raises(TemplateNotFound) as info:
+        make_loader(mixed).get_template(name)
+    assert info.value.reason == reason
+    assert info.value.name == name
+
+
+def test_template_marker(mixed: Path, make_loader: MakeLoader) -> None:
+    module = make_loader(mixed).module("page.ptl")
+    assert module.render.__ptl_template__ == "html"
+    assert not hasattr(module.ordinary, "__ptl_template__")

@@ -63,8 +63,9 @@ def test_case_compiled_in_memory(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
-def test_case_loaded_by_path(path: Path) -> None:
+def test_case_loaded_by_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     skip_unsupported(path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # the cache is tested here
     name = f"ptl_case_by_path_{path.stem}"
     try:
         module = load_module_from_path(path, name)
