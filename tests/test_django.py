@@ -454,6 +454,7 @@ def test_debug_toolbar_lists_ptl_templates():
     assert "Templates (1 rendered)" in panel
     assert "testapp/index.ptl" in panel
     assert str(APP_TEMPLATES / "testapp" / "index.ptl") in panel
+    assert "&#x27;items&#x27;: [&#x27;a&amp;b&#x27;, &#x27;&lt;i&gt;&#x27;]" in panel  # its context
     assert "&lt;Items&gt;" in html
 
 
