@@ -170,6 +170,11 @@ def test_select_template_lists_every_name_and_place(engine):
     assert [e.backend for e in exc.chain] == [engine] * 3
 
 
+def test_get_template_of_a_list_points_at_select_template(engine):
+    with pytest.raises(TypeError, match=r"one name.*select_template"):
+        engine.get_template(["testapp/about.ptl"])
+
+
 def test_django_select_template_and_render_to_string_take_lists():
     assert select_template(["testapp/missing.ptl", "testapp/about.ptl"]).backend.name == "ptl"
     assert select_template(["testapp/missing.ptl", "testapp/dtl.html"]).backend.name == "django"

@@ -80,6 +80,11 @@ class PTLTemplates(BaseEngine):
 
     def get_template(self, template_name: str) -> Template:
         """The template *template_name*; ``TemplateDoesNotExist`` for names not ending in .ptl."""
+        if not isinstance(template_name, str):
+            raise TypeError(
+                f"get_template() takes one name, not {template_name!r}: "
+                "use select_template() for a list"
+            )
         path, function = ptl_loader.split_name(template_name)
         if not path.endswith(".ptl"):
             skipped = Origin(template_name, template_name, self)
