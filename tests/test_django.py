@@ -3,28 +3,35 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.template import (
+    Context,
+    RequestContext,
     TemplateDoesNotExist,
     TemplateSyntaxError,
     engines,
 )
-from django.template.loader import get_template, render_to_string
+from django.template.loader import get_template, render_to_string, select_template
 from django.template.utils import EngineHandler
-from django.test import Client
+from django.test import Client, RequestFactory, override_settings
 from django.test.signals import template_rendered
 from django.utils.autoreload import autoreload_started, file_changed
 from django.utils.safestring import SafeString
 from django.views.debug import ExceptionReporter
 
 from ptl_wsgi import htmltext
-from ptl_wsgi.contrib.django import PTLTemplates, html_response
+from ptl_wsgi.contrib.django import PTLTemplates, html_response, render_text
 from ptl_wsgi.loader import TemplateArgumentError
+from tests.django_project import settings as settings_module
 
 PROJECT = Path(__file__).parent / "django_project"
 APP_TEMPLATES = PROJECT / "testapp" / "templates"
@@ -140,6 +147,51 @@ def test_postmortem_on_the_debug_page():
     assert "Using engine <code>django</code>" in html
 
 
+def test_select_template_on_the_engine_takes_the_first_that_exists(engine):
+    template = engine.select_template(["testapp/missing.ptl", "testapp/about.ptl"])
+    assert template.name == "testapp/about.ptl"
+    assert engine.select_template(["testapp/index.ptl:row", "testapp/about.ptl"]).name == (
+        "testapp/index.ptl:row"
+    )
+
+
+def test_select_template_lists_every_name_and_place(engine):
+    names = ["testapp/first.ptl", "testapp/second.ptl:row", "testapp/x.html"]
+    with pytest.raises(TemplateDoesNotExist) as info:
+        engine.select_template(names)
+    exc = info.value
+    assert str(exc) == ", ".join(names)
+    assert exc.backend is engine
+    places = [origin.name for origin, _status in exc.tried]
+    for directory in (PROJECT / "templates", APP_TEMPLATES):
+        assert str(directory / "testapp" / "first.ptl") in places
+        assert str(directory / "testapp" / "second.ptl") in places
+    assert "testapp/x.html" in places
+    assert [e.backend for e in exc.chain] == [engine] * 3
+
+
+def test_get_template_of_a_list_points_at_select_template(engine):
+    with pytest.raises(TypeError, match=r"one name.*select_template"):
+        engine.get_template(["testapp/about.ptl"])
+
+
+def test_django_select_template_and_render_to_string_take_lists():
+    assert select_template(["testapp/missing.ptl", "testapp/about.ptl"]).backend.name == "ptl"
+    assert select_template(["testapp/missing.ptl", "testapp/dtl.html"]).backend.name == "django"
+    html = render_to_string(["testapp/nope.ptl", "testapp/index.ptl:row"], {"item": "<x>"})
+    assert html == "<li>&lt;x&gt;</li>\n"
+
+
+def test_postmortem_of_a_list_on_the_debug_page():
+    with override_settings(DEBUG=True):
+        response = Client(raise_request_exception=False).get("/missing-list/")
+    html = response.content.decode()
+    assert response.status_code == 500
+    for name in ("first.ptl", "second.ptl"):
+        assert f"{BACKEND}</code>: {APP_TEMPLATES / 'testapp' / name}" in html
+        assert f"{PROJECT / 'templates' / 'testapp' / name}" in html
+
+
 def test_named_function_and_render_to_string():
     assert render_to_string("testapp/index.ptl:row", {"item": "<x>"}) == "<li>&lt;x&gt;</li>\n"
 
@@ -233,6 +285,21 @@ def test_csrf_token_and_request(client):
     assert "csrftoken" in response.cookies
 
 
+@pytest.mark.parametrize("context_class", [Context, RequestContext])
+def test_a_django_context_is_refused_as_django_engines_do(engine, context_class):
+    context = (
+        Context({"view": 1})
+        if context_class is Context
+        else RequestContext(RequestFactory().get("/"), {"view": 1})
+    )
+    with pytest.raises(TypeError) as ours:
+        engine.get_template("testapp/about.ptl").render(context)
+    with pytest.raises(TypeError) as djangos:
+        engines["django"].get_template("testapp/dtl.html").render(context)
+    assert str(ours.value) == f"context must be a dict rather than {context_class.__name__}."
+    assert str(ours.value) == str(djangos.value)
+
+
 def test_render_without_request_has_no_request_values(engine):
     with pytest.raises(TemplateArgumentError, match="csrf_token"):
         engine.get_template("testapp/token.ptl").render({})
@@ -251,6 +318,149 @@ def test_the_engine_itself_sends_template_rendered(engine):
         template_rendered.disconnect(record)
     assert seen[0][0] == "testapp/about.ptl"
     assert "view" in seen[0][1]
+
+
+# -- output policy: raw text is explicit --------------------------------------------------
+
+
+def test_plain_template_is_escaped_in_html_and_raw_in_render_text(engine):
+    context = {"name": "<Ann>"}
+    escaped = "Hello &lt;Ann&gt; &amp; welcome &lt;to&gt; the site\n"
+    raw = "Hello <Ann> & welcome <to> the site\n"
+    html = render_to_string("testapp/plain.ptl", context)
+    assert html == escaped and isinstance(html, htmltext)
+    assert engine.get_template("testapp/plain.ptl").render(context) == escaped
+    text = render_text("testapp/plain.ptl", context)
+    assert text == raw and type(text) is str
+    # An [html] template's markup comes back as its characters, not as markup.
+    row = render_text("testapp/index.ptl:row", {"item": "<x>"})
+    assert row == "<li>&lt;x&gt;</li>\n" and type(row) is str
+
+
+def test_render_text_takes_lists_and_refuses_other_engines_names():
+    assert render_text(["testapp/nope.ptl", "testapp/plain.ptl"], {"name": "&"}).startswith(
+        "Hello & & welcome"
+    )
+    with pytest.raises(TemplateDoesNotExist) as info:
+        render_text(["testapp/nope.ptl", "testapp/dtl.html"])
+    assert str(info.value) == "testapp/nope.ptl, testapp/dtl.html"
+    with pytest.raises(TypeError, match="rather than Context"):
+        render_text("testapp/plain.ptl", Context({"name": "x"}))
+
+
+def test_mail_body_is_raw_and_the_page_is_escaped(client):
+    response = client.get("/signup/", {"name": "Ann & <Bob>"})
+    assert response.content == b"Hello Ann &amp; &lt;Bob&gt; &amp; welcome &lt;to&gt; the site\n"
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].body == "Hello Ann & <Bob> & welcome <to> the site\n"
+    assert [t.name for t in response.templates] == ["testapp/plain.ptl"] * 2
+
+
+def test_template_response_escapes_a_plain_template(rf, engine):
+    from django.template.response import TemplateResponse
+
+    response = TemplateResponse(rf.get("/"), "testapp/plain.ptl", {"name": "<b>"}).render()
+    assert response.content.startswith(b"Hello &lt;b&gt; &amp;")
+
+
+# -- test machinery without django.test in production ---------------------------------------
+
+MINIMAL_SETTINGS = """
+from pathlib import Path
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import path
+
+from ptl_wsgi.contrib.django import html_response, render_text
+
+HERE = Path(__file__).resolve().parent
+SECRET_KEY = "x"
+ALLOWED_HOSTS = ["testserver"]
+ROOT_URLCONF = "minimal_settings"
+INSTALLED_APPS = []
+TEMPLATES = [{"BACKEND": "ptl_wsgi.contrib.django.PTLTemplates", "NAME": "ptl",
+              "DIRS": [HERE], "APP_DIRS": False, "OPTIONS": {}}]
+
+
+def page(request):
+    return render(request, "page.ptl", {"name": "<world>"})
+
+
+def text(request):
+    return HttpResponse(render_text("page.ptl", {"name": "<x>"}), content_type="text/plain")
+
+
+urlpatterns = [path("", page), path("text/", text), path("html/", lambda r: html_response("<"))]
+"""
+
+PRODUCTION = """
+import io, sys
+from wsgiref.util import setup_testing_defaults
+from django.core.wsgi import get_wsgi_application
+
+application = get_wsgi_application()
+for path in ("/", "/text/", "/html/"):
+    environ = {"PATH_INFO": path, "wsgi.errors": io.StringIO()}
+    setup_testing_defaults(environ)
+    environ["HTTP_HOST"] = "testserver"
+    statuses = []
+    body = b"".join(application(environ, lambda status, headers: statuses.append(status)))
+    print(statuses[0], body.decode())
+print(sorted(name for name in sys.modules if name.startswith("django.test")))
+"""
+
+
+def test_production_does_not_import_django_test(tmp_path):
+    (tmp_path / "minimal_settings.py").write_text(MINIMAL_SETTINGS)
+    (tmp_path / "page.ptl").write_text('def render [html] (name):\n    "<p>%s</p>" % name\n')
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "minimal_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).parent.parent)]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PRODUCTION)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "200 OK <p>&lt;world&gt;</p>"
+    assert lines[1] == "200 OK <p>&lt;x&gt;</p>"
+    assert lines[2] == "200 OK &lt;"
+    assert lines[3] == "[]"
+
+
+TOOLBAR_APPS = [*settings_module.INSTALLED_APPS, "debug_toolbar"]
+
+
+def test_debug_toolbar_lists_ptl_templates():
+    pytest.importorskip("debug_toolbar")
+    # Two steps: the toolbar's app reads STATIC_URL as INSTALLED_APPS changes.
+    with override_settings(STATIC_URL="/static/"), override_settings(
+        DEBUG=True,
+        INSTALLED_APPS=TOOLBAR_APPS,
+        MIDDLEWARE=[*settings_module.MIDDLEWARE, "debug_toolbar.middleware.DebugToolbarMiddleware"],
+        ROOT_URLCONF="tests.django_project.urls_toolbar",
+        INTERNAL_IPS=["127.0.0.1"],
+        DEBUG_TOOLBAR_CONFIG={"IS_RUNNING_TESTS": False, "RENDER_PANELS": True},
+    ):
+        response = Client().get("/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="djDebug"' in html
+    panel = html[html.index('id="TemplatesPanel"') :]
+    assert "Templates (1 rendered)" in panel
+    assert "testapp/index.ptl" in panel
+    assert str(APP_TEMPLATES / "testapp" / "index.ptl") in panel
+    assert "&#x27;items&#x27;: [&#x27;a&amp;b&#x27;, &#x27;&lt;i&gt;&#x27;]" in panel  # its context
+    assert "&lt;Items&gt;" in html
 
 
 # -- interop -------------------------------------------------------------------------
@@ -278,6 +488,17 @@ def test_html_response():
     assert response["Content-Type"] == "text/html; charset=utf-8"
     assert html_response("<p>", status=400).content == b"&lt;p&gt;"
     assert html_response(SafeString("<p>")).content == b"<p>"
+
+
+def test_html_response_follows_the_output_policy():
+    assert html_response(b"<p>\xc3\xa9</p>").content == "&lt;p&gt;\u00e9&lt;/p&gt;".encode()
+    assert html_response(None).content == b""
+    assert html_response(iter([htmltext("<p>"), "<x>", None])).content == b"<p>&lt;x&gt;"
+    # Not HTML: the text as it is, the way render_text gives it.
+    text = html_response(htmltext("<p>a & b</p>"), content_type="text/plain")
+    assert text.content == b"<p>a & b</p>"
+    svg = html_response("<svg onload=x>", content_type="image/svg+xml")
+    assert svg.content == b"&lt;svg onload=x&gt;"
 
 
 def test_html_response_from_a_view(client):
@@ -332,6 +553,40 @@ def test_import_error_in_a_template_points_at_the_import(tmp_engine, tmp_path):
     with pytest.raises(ImportError) as info:
         tmp_engine.get_template("page.ptl")
     assert info.value.template_debug["line"] == 2
+
+
+@pytest.mark.parametrize("name", ["direct", "indirect"])
+def test_syntax_error_in_a_template_imported_while_rendering(client, broken_template, name):
+    with pytest.raises(TemplateSyntaxError) as info:
+        client.get(f"/include/{name}/")
+    debug = info.value.template_debug
+    assert (debug["name"], debug["line"]) == (str(broken_template), 3)
+    assert debug["during"] == "    if True"
+    assert isinstance(info.value.__cause__, SyntaxError)
+
+
+@pytest.mark.parametrize("name", ["direct", "indirect"])
+def test_debug_page_shows_the_broken_included_file(broken_template, name):
+    with override_settings(DEBUG=True):
+        client = Client(raise_request_exception=False)
+        response = client.get(f"/include/{name}/", headers={"accept": "text/html"})
+    html = response.content.decode()
+    assert response.status_code == 500
+    section = html[html.index('<div id="template">') :]
+    section = section[: section.index("</div>")]
+    assert "Error during template rendering" in section
+    assert f"In template <code>{broken_template}</code>, error at line <strong>3</strong>" in (
+        section
+    )
+    assert "include.ptl" not in section
+
+
+def test_render_error_points_at_the_innermost_ptl_line(client):
+    with pytest.raises(ZeroDivisionError) as info:
+        client.get("/calls-raises/")
+    debug = info.value.template_debug
+    assert debug["name"] == str(APP_TEMPLATES / "testapp" / "raises.ptl")
+    assert debug["line"] == 2
 
 
 @pytest.mark.parametrize(

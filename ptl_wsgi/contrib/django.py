@@ -13,41 +13,45 @@ The engine claims only names of ``.ptl`` files (``"polls/index.ptl"``,
 ``"polls/index.ptl:row"``), so other names fall through to the next engine.
 :class:`CSPMiddleware` adds a Content-Security-Policy with a per-request nonce,
 which templates rendered with the request receive as ``csp_nonce``.
-See ``docs/django.md``.
+Output goes through :mod:`ptl_wsgi.output`: rendering returns markup (a
+``[plain]`` template's text is escaped); :func:`render_text` is the explicit
+raw-text call, for mail bodies.  See ``docs/django.md``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 from django.http import HttpRequest, HttpResponse
-from django.template import TemplateDoesNotExist, TemplateSyntaxError, engines
+from django.template import Context, TemplateDoesNotExist, TemplateSyntaxError, engines
 from django.template.backends.base import BaseEngine
 from django.template.backends.utils import csrf_input_lazy, csrf_token_lazy
 from django.template.base import Origin
-from django.test.signals import template_rendered
 from django.utils.autoreload import autoreload_started, file_changed
 from django.utils.functional import cached_property
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.html import htmlescape
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.output import chunks, is_html_type, markup, text
 from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
-__all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response"]
+__all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
 
 _OPTIONS = ("auto_reload", "context_processors")
 _CONTEXT_LINES = 10
+_Output = TypeVar("_Output", htmltext, str)
 
 
 class PTLTemplates(BaseEngine):
@@ -76,6 +80,11 @@ class PTLTemplates(BaseEngine):
 
     def get_template(self, template_name: str) -> Template:
         """The template *template_name*; ``TemplateDoesNotExist`` for names not ending in .ptl."""
+        if not isinstance(template_name, str):
+            raise TypeError(
+                f"get_template() takes one name, not {template_name!r}: "
+                "use select_template() for a list"
+            )
         path, function = ptl_loader.split_name(template_name)
         if not path.endswith(".ptl"):
             skipped = Origin(template_name, template_name, self)
@@ -100,6 +109,10 @@ class PTLTemplates(BaseEngine):
         except Exception as exc:
             _annotate(exc)
             raise
+
+    def select_template(self, template_names: Sequence[str]) -> Template:
+        """The first of *template_names* that exists; ``TemplateDoesNotExist`` lists them all."""
+        return _first_template([self], template_names)
 
     def from_string(self, template_code: str) -> Template:
         """A template from PTL source: its ``render`` template (relative imports start at DIRS)."""
@@ -135,10 +148,30 @@ class Template:
 
     def render(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
-    ) -> Any:
-        """Render with *context*; a *request* adds ``request``, ``csrf_input``, ``csrf_token``,
-        ``csp_nonce`` (under :class:`CSPMiddleware`) and the context processors' values
-        (the view's *context* wins over them)."""
+    ) -> htmltext:
+        """Render with *context* as markup: a ``[plain]`` template's text comes back escaped.
+
+        A *request* adds ``request``, ``csrf_input``, ``csrf_token``, ``csp_nonce``
+        (under :class:`CSPMiddleware`) and the context processors' values (the
+        view's *context* wins over them).
+        """
+        return self._render(context, request, _markup)
+
+    def render_text(
+        self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
+    ) -> str:
+        """Render like :meth:`render`, but return the output as raw text (never for HTML)."""
+        return self._render(context, request, text)
+
+    def _render(
+        self,
+        context: Mapping[str, Any] | None,
+        request: HttpRequest | None,
+        output: Callable[[Any], _Output],
+    ) -> _Output:
+        if context is not None and not isinstance(context, Mapping):
+            # Django's own message (make_context): a Context is not a dict of values.
+            raise TypeError(f"context must be a dict rather than {type(context).__name__}.")
         full: dict[str, Any] = {}
         if request is not None:
             full["request"] = request
@@ -149,12 +182,30 @@ class Template:
             for processor in self.backend.template_context_processors:
                 full.update(processor(request))
         full.update(context or {})
-        template_rendered.send(sender=self, template=self, context=full)
+        signal = _template_rendered()
+        if signal is not None and signal.has_listeners(self):
+            # A Context, as Django's engine sends: the debug toolbar reads its ``dicts``.
+            signal.send(sender=self, template=self, context=Context(full))
         try:
-            return self.template.render(full)
+            # Inside the try: a generator template runs while its output is collected.
+            return output(self.template.render(full))
+        except SyntaxError as exc:
+            # A template imported while rendering (an include) is as broken as one at the top.
+            raise _syntax_error(exc) from exc
         except Exception as exc:
             _annotate(exc, self)
             raise
+
+
+def render_text(
+    template_name: str | Sequence[str],
+    context: Mapping[str, Any] | None = None,
+    request: HttpRequest | None = None,
+) -> str:
+    """The output of the PTL template *template_name* (or the first of a list that exists)
+    as raw text, for mail bodies and ``text/plain``: never put it in an HTML page."""
+    names = [template_name] if isinstance(template_name, str) else template_name
+    return _first_template(_ptl_engines(), names).render_text(context, request)
 
 
 class CSPMiddleware:
@@ -203,10 +254,44 @@ class CSPMiddleware:
 
 
 def html_response(content: Any, status: int = 200, **kwargs: Any) -> HttpResponse:
-    """An ``HttpResponse`` of *content* as HTML: htmltext and safe strings as they are,
-    anything else escaped."""
+    """An ``HttpResponse`` of *content* (a value or an iterator of them) as HTML:
+    htmltext and safe strings as they are, anything else escaped; with a
+    ``content_type`` that is not HTML, the text as it is."""
     kwargs.setdefault("content_type", "text/html; charset=utf-8")
-    return HttpResponse(htmlescape(content), status=status, **kwargs)
+    body = chunks(content) if is_html_type(kwargs["content_type"]) else text(content)
+    return HttpResponse(body, status=status, **kwargs)
+
+
+def _markup(result: Any) -> htmltext:
+    if isinstance(result, Iterator):
+        return htmltext("").join(chunks(result))
+    return markup(result)
+
+
+def _template_rendered() -> Signal | None:
+    """Django's ``template_rendered`` signal, if the test client or a debug tool loaded it."""
+    # Importing it imports django.test (client, testcases, utils): not in production.
+    # Whoever listens to the signal has imported its module, so looking it up here is enough.
+    module = sys.modules.get("django.test.signals")
+    return None if module is None else module.template_rendered
+
+
+def _first_template(candidates: Sequence[PTLTemplates], names: Sequence[str]) -> Template:
+    """The first of *names* any of *candidates* has, names first, as Django's loader tries."""
+    if isinstance(names, str):
+        raise TypeError(f"expected a list of template names, got the string {names!r}")
+    chain: list[TemplateDoesNotExist] = []
+    for name in names:
+        for engine in candidates:
+            try:
+                return engine.get_template(name)
+            except TemplateDoesNotExist as exc:
+                chain.append(exc)
+    if not names:
+        raise TemplateDoesNotExist("No template names provided")
+    tried = [entry for exc in chain for entry in exc.tried]
+    backend = candidates[0] if len(candidates) == 1 else None
+    raise TemplateDoesNotExist(", ".join(names), tried, backend=backend, chain=chain)
 
 
 def _template_debug(

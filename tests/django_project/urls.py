@@ -17,5 +17,9 @@ urlpatterns = [
     path("broken/", views.broken),
     path("raises/", views.raises),
     path("missing/", views.missing),
+    path("include/<str:name>/", views.include),
+    path("calls-raises/", views.calls_raises),
+    path("missing-list/", views.missing_list),
+    path("signup/", views.signup),
     path("admin/", admin.site.urls),
 ]

@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.mail import send_mail
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -13,7 +14,7 @@ from django.utils.safestring import mark_safe
 from django.views.generic import CreateView, ListView, TemplateView
 
 from ptl_wsgi import htmltext
-from ptl_wsgi.contrib.django import html_response
+from ptl_wsgi.contrib.django import html_response, render_text
 
 from .models import Item
 
@@ -98,3 +99,23 @@ def raises(request: HttpRequest) -> HttpResponse:
 
 def missing(request: HttpRequest) -> HttpResponse:
     return render(request, "testapp/missing.ptl")
+
+
+def include(request: HttpRequest, name: str) -> HttpResponse:
+    return render(request, f"testapp/include.ptl:{name}")
+
+
+def calls_raises(request: HttpRequest) -> HttpResponse:
+    return render(request, "testapp/calls_raises.ptl")
+
+
+def missing_list(request: HttpRequest) -> HttpResponse:
+    return render(request, ["testapp/first.ptl", "testapp/second.ptl"])
+
+
+def signup(request: HttpRequest) -> HttpResponse:
+    """Mail a raw-text body and show the same [plain] template, escaped, in the page."""
+    context = {"name": request.GET["name"]}
+    body = render_text("testapp/plain.ptl", context, request)
+    send_mail("Welcome", body, "site@example.com", ["user@example.com"])
+    return render(request, "testapp/plain.ptl", context)
