@@ -740,3 +740,13 @@ def test_mail_body_is_raw_through_render_text_and_escaped_in_html() -> None:
     assert rendered == ["mail.ptl", "mail.ptl", "mail.ptl"]
     assert html_body == "Dear Ann &lt;a@b&gt;, R&amp;D &lt;team&gt; says hi."
     assert app.test_client().get("/mail").text == html_body
+
+
+def test_ptl_leaves_jinja_env_to_be_made_lazily_with_the_final_config() -> None:
+    app = make_app()
+    PTL(app)
+    assert "jinja_env" not in app.__dict__
+    app.config["TEMPLATES_AUTO_RELOAD"] = True  # set after PTL(app), as a factory may
+    assert app.jinja_env.auto_reload is True
+    with app.test_request_context():
+        assert flask.render_template("other.ptl") == "app one"

@@ -445,11 +445,18 @@ def _install_jinja(app: Flask, create: bool = False) -> None:
     env = app.jinja_env
     if isinstance(env, _PTLEnvironment):
         return
-    inner = env.__dict__.pop("loader", None)
-    env.__class__ = _environment_class(type(env))
-    env.loader = inner  # wrapped by the property setter
-    if env.cache is not None:
-        env.cache.clear()  # nothing loaded before may stand for a .ptl name
+    with _install_lock:  # the first requests of a threaded server may all get here
+        if isinstance(env, _PTLEnvironment):
+            return
+        # In this order, a thread rendering meanwhile sees a working loader at each step.
+        env.__dict__["_ptl_loader"] = _JinjaLoader(env.__dict__.get("loader"))
+        env.__class__ = _environment_class(type(env))  # its loader property reads _ptl_loader
+        env.__dict__.pop("loader", None)
+        if env.cache is not None:
+            env.cache.clear()  # nothing loaded before may stand for a .ptl name
+
+
+_install_lock = threading.Lock()
 
 
 def _ensure_jinja() -> None:
