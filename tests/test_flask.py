@@ -750,3 +750,18 @@ def test_ptl_leaves_jinja_env_to_be_made_lazily_with_the_final_config() -> None:
     assert app.jinja_env.auto_reload is True
     with app.test_request_context():
         assert flask.render_template("other.ptl") == "app one"
+
+
+def test_a_jinja_name_that_reaches_a_ptl_file_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "real.ptl", 'def render [html] ():\n    "rendered"\n')
+    (tmp_path / "alias.html").symlink_to(tmp_path / "real.ptl")
+    app = make_app(tmp_path)
+    PTL(app)
+    with app.test_request_context():
+        assert flask.render_template("real.ptl") == "rendered"
+        for name in ("alias.html", "REAL.PTL", "./real.ptl"):
+            with pytest.raises(jinja2.TemplateNotFound) as info:
+                flask.render_template(name)
+            assert PTL_SOURCE_MARK not in str(info.value)
+        with pytest.raises(jinja2.TemplateNotFound, match="is a PTL template"):
+            flask.render_template("alias.html")

@@ -100,7 +100,14 @@ class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):
 
 
 def _is_ptl(name: Any) -> bool:
-    return isinstance(name, str) and _loader.split_name(name)[0].endswith(".ptl")
+    # Any case: "x.PTL" is no PTL name (the loader refuses it), but on a case-insensitive
+    # file system Jinja2 would open x.ptl for it.
+    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(".ptl")
+
+
+def _is_ptl_file(filename: str) -> bool:
+    """Whether *filename* is a .ptl file, whatever name (a link, a case) reached it."""
+    return os.path.realpath(filename).rstrip(". ").lower().endswith(".ptl")
 
 
 class PTL:
@@ -358,7 +365,12 @@ class _JinjaLoader(jinja2.BaseLoader):
             )
         if self.inner is None:
             raise jinja2.TemplateNotFound(template)
-        return self.inner.get_source(environment, template)
+        source, filename, uptodate = self.inner.get_source(environment, template)
+        if filename is not None and _is_ptl_file(filename):
+            raise TemplateNotFound(
+                template, [filename], reason=f"{filename} is a PTL template, not Jinja2 source"
+            )
+        return source, filename, uptodate
 
     def load(
         self,
@@ -369,7 +381,10 @@ class _JinjaLoader(jinja2.BaseLoader):
         if not _is_ptl(name):
             if self.inner is None:
                 raise jinja2.TemplateNotFound(name)
-            return self.inner.load(environment, name, globals)
+            if type(self.inner).load is not jinja2.BaseLoader.load:
+                return self.inner.load(environment, name, globals)  # e.g. precompiled modules
+            # Jinja2's own load, through the checked get_source above.
+            return super().load(environment, name, globals)
         app: Flask = environment.app  # type: ignore[attr-defined]
         if app.config.get("EXPLAIN_TEMPLATE_LOADING"):
             _explain(app, name)
