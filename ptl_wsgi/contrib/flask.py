@@ -153,7 +153,7 @@ class _AppState:
 
 
 def _folders(app: Flask) -> list[tuple[str, str]]:
-    """The search path, each folder with whose it is (for the explain log), first one wins."""
+    """The search path, each folder with its owner for the explain log (the first owner wins)."""
     folders: dict[str, str] = {}
     for scaffold in (app, *app.iter_blueprints()):
         if scaffold.template_folder is not None:
