@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import html
 import importlib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import flask
 import jinja2
 import pytest
 from flask import (
@@ -34,8 +36,11 @@ from ptl_wsgi.contrib.flask import (
     TemplateNotFound,
     get_loader,
     render_template,
+    render_text,
     stream_template,
 )
+from ptl_wsgi.contrib.flask import render_template_string as ptl_render_template_string
+from ptl_wsgi.contrib.flask import stream_template_string as ptl_stream_template_string
 from ptl_wsgi.html import htmltext
 
 HERE = Path(__file__).resolve().parent / "flask_templates"
@@ -413,3 +418,350 @@ def test_stream_of_an_html_template_is_one_chunk() -> None:
     PTL(app)
     with app.test_request_context():
         assert list(stream_template("index.ptl", name="<n>")) == ["<p>Hello, &lt;n&gt;!</p>"]
+
+
+# -- one render_template: Flask's own functions render .ptl names ------------------------
+
+PTL_SOURCE_MARK = "def render [html]"  # text of index.ptl's source, never to be served
+
+
+def test_flasks_own_render_template_renders_ptl_and_jinja_in_one_app() -> None:
+    app = make_app()
+    PTL(app)
+
+    @app.get("/ptl")
+    def ptl_page() -> str:
+        return flask.render_template("index.ptl", name="<W>")
+
+    @app.get("/jinja")
+    def jinja_page() -> str:
+        return flask.render_template("page.html", title="<t>")
+
+    client = app.test_client()
+    response = client.get("/ptl")
+    assert response.content_type == "text/html; charset=utf-8"
+    assert response.text == "<p>Hello, &lt;W&gt;!</p>"
+    assert client.get("/jinja").text == "<h1>&lt;t&gt;</h1>"
+    with app.test_request_context():
+        # Ours renders Jinja2 names too: it is Flask's function.
+        assert render_template("page.html", title="&") == "<h1>&amp;</h1>"
+        assert isinstance(flask.render_template("index.ptl", name="x"), htmltext)
+
+
+def test_ptl_on_an_app_whose_jinja_env_exists_already() -> None:
+    app = make_app()
+    app.add_template_global(lambda: "G", "early")  # creates app.jinja_env before PTL(app)
+    PTL(app)
+    with app.test_request_context():
+        assert flask.render_template("index.ptl", name="<n>") == "<p>Hello, &lt;n&gt;!</p>"
+        assert flask.render_template_string("{{ early() }}") == "G"
+
+
+def test_ptl_source_is_never_served_by_jinja() -> None:
+    app = make_app()
+    PTL(app)
+    env = app.jinja_env
+    with app.test_request_context():
+        assert env.get_template("index.ptl").render(name="<j>") == "<p>Hello, &lt;j&gt;!</p>"
+        with pytest.raises(jinja2.TemplateNotFound, match="no Jinja2 source"):
+            env.loader.get_source(env, "index.ptl")
+        included = flask.render_template_string('[{% include "index.ptl" %}]', name="<i>")
+        assert included == "[<p>Hello, &lt;i&gt;!</p>]"
+        with pytest.raises(jinja2.TemplateRuntimeError, match=r"cannot extend.*'index\.ptl'"):
+            flask.render_template("extends.html", name="x")
+        with pytest.raises(jinja2.TemplateRuntimeError, match="cannot extend"):
+            flask.render_template_string('{% extends "index.ptl" %}', name="x")
+        assert env.select_template(["gone.html", "index.ptl"]).render(name="s") == (
+            "<p>Hello, s!</p>"
+        )
+        # A loader set later, directly on the environment, is wrapped as well.
+        env.loader = jinja2.FileSystemLoader(str(APP))
+        assert env.get_template("index.ptl").render(name="f") == "<p>Hello, f!</p>"
+        with pytest.raises(jinja2.TemplateNotFound):
+            env.loader.get_source(env, "index.ptl")
+        assert env.get_template("page.html").render(title="ok") == "<h1>ok</h1>"
+
+
+def test_custom_jinja_environment_with_its_own_loader_still_renders_ptl() -> None:
+    class CustomFlask(Flask):
+        def create_jinja_environment(self) -> Any:
+            return flask.templating.Environment(self, loader=jinja2.FileSystemLoader(str(APP)))
+
+    app = CustomFlask(__name__, template_folder=str(APP))
+    app.config.update(TESTING=True)
+    PTL(app)
+
+    @app.get("/")
+    def index() -> str:
+        return flask.render_template("index.ptl", name="<c>")
+
+    text = app.test_client().get("/").text
+    assert PTL_SOURCE_MARK not in text
+    assert text == "<p>Hello, &lt;c&gt;!</p>"
+
+
+def test_jinja_include_of_ptl_renders_it_with_the_context() -> None:
+    app = make_app()
+    PTL(app)
+    with app.test_request_context():
+        out = flask.render_template("includes.html", name="<n>", title="R&D")
+        assert out == "<main><p>Hello, &lt;n&gt;!</p>|<b>R&amp;D</b>|app one</main>"
+        assert flask.render_template("include_no_context.html") == "[app one]"
+        # A [plain] template's output is escaped wherever it is included, with context or not.
+        included = '{% include "plain.ptl" %}|{% include "plain.ptl" without context %}'
+        assert flask.render_template_string(included) == (
+            "&lt;b&gt;plain&lt;/b&gt;|&lt;b&gt;plain&lt;/b&gt;"
+        )
+
+
+def test_jinja_import_of_ptl_gives_its_functions() -> None:
+    app = make_app()
+    PTL(app)
+    with app.test_request_context():
+        assert flask.render_template("imports.html", title="<x>") == (
+            "<b>&lt;x&gt;</b>|<b>a&amp;b</b>"
+        )
+        assert get_template_attribute("interop.ptl", "card")("R&D") == "<b>R&amp;D</b>"
+        with pytest.raises(jinja2.UndefinedError, match="nope"):
+            flask.render_template_string('{% from "interop.ptl" import nope %}{{ nope() }}')
+        with pytest.raises(jinja2.TemplateRuntimeError, match=r"import 'interop\.ptl'"):
+            flask.render_template_string('{% import "interop.ptl:card" as c %}{{ c.x }}')
+
+
+def test_blueprint_templates_through_flasks_render_template() -> None:
+    app = make_app()
+    PTL(app)
+    blueprint = Blueprint("one", __name__, template_folder=str(BP_ONE), url_prefix="/one")
+
+    @blueprint.get("/")
+    def page() -> str:
+        return flask.render_template("both.ptl") + "|" + flask.render_template("shared.ptl")
+
+    app.register_blueprint(blueprint)  # after PTL(app)
+    assert app.test_client().get("/one/").text == "both from bp_one|shared from app"
+
+
+# -- render_template_string / stream_template_string: PTL source -----------------------
+
+
+def test_render_template_string_renders_ptl_source() -> None:
+    app = make_app()
+    PTL(app)
+    app.add_template_global(lambda text: text.upper(), "shout")
+
+    @app.context_processor
+    def site() -> dict[str, str]:
+        return {"site": "S&S"}
+
+    seen: list[Any] = []
+
+    def record(sender: Flask, template: Any, context: dict[str, Any], **_: Any) -> None:
+        seen.append((template, context["who"]))
+
+    source = (
+        "from .sub.layout import box\n"
+        "def render [html] (who, site, shout):\n"
+        '    box("<i>%s</i> %s %s" % (who, site, shout("hi")))\n'
+    )
+    with app.test_request_context(), template_rendered.connected_to(record, app):
+        out = ptl_render_template_string(source, who="<script>")
+        assert out == '<div class="box"><i>&lt;script&gt;</i> S&amp;S HI</div>'
+        assert isinstance(out, htmltext)
+        plain = 'def render [plain] ():\n    "<b>&</b>"\n'
+        assert ptl_render_template_string(plain, who="w") == "&lt;b&gt;&amp;&lt;/b&gt;"
+        # Flask's own _string function keeps meaning Jinja2 source.
+        assert render_template_string("{{ who }}", who="<j>") == "&lt;j&gt;"
+        with pytest.raises(jinja2.TemplateNotFound, match="'render'"):
+            ptl_render_template_string('def other [html] ():\n    "x"\n')
+    assert len(seen) == 3
+    assert isinstance(seen[0][0], jinja2.Template) and seen[0][1] == "<script>"
+
+
+def test_stream_template_string_streams_ptl_source() -> None:
+    app = make_app()
+    PTL(app)
+    source = (
+        "def render(items):\n"
+        "    for item in items:\n"
+        "        yield item\n"
+    )
+
+    @app.get("/s")
+    def streamed() -> Any:
+        return ptl_stream_template_string(source, items=["<a>", htmltext("<b>")])
+
+    response = app.test_client().get("/s", buffered=False)
+    assert response.is_streamed
+    assert list(response.response) == [b"&lt;a&gt;", b"<b>"]
+    response.close()
+
+
+# -- lists of names ----------------------------------------------------------------------
+
+
+def test_a_list_of_names_renders_the_first_that_exists() -> None:
+    app = make_app()
+    PTL(app)
+    app.register_blueprint(Blueprint("one", __name__, template_folder=str(BP_ONE)))
+    with app.test_request_context():
+        names = ["gone.ptl", "index.ptl:nope", "index.ptl", "other.ptl"]
+        assert flask.render_template(names, name="<l>") == "<p>Hello, &lt;l&gt;!</p>"
+        assert render_template(["gone.html", "page.html"], title="t") == "<h1>t</h1>"
+        assert flask.render_template(("gone.html", "other.ptl")) == "app one"
+        assert list(flask.stream_template(["gone.ptl", "other.ptl"])) == ["app one"]
+        with pytest.raises(TemplateNotFound) as info:
+            flask.render_template(["a.ptl", "b.ptl", "c.html"])
+    error = info.value
+    assert isinstance(error, jinja2.TemplatesNotFound)
+    assert error.templates == ["a.ptl", "b.ptl", "c.html"]
+    places = [str(folder / name) for name in ("a.ptl", "b.ptl") for folder in (APP, BP_ONE)]
+    assert error.tried[:4] == places
+    assert str(APP / "c.html") in error.tried
+    for text in ["'a.ptl'", "'b.ptl'", "'c.html'", *places]:
+        assert text in str(error)
+
+
+# -- EXPLAIN_TEMPLATE_LOADING ------------------------------------------------------------
+
+
+def test_explain_template_loading_logs_each_place(caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app(EXPLAIN_TEMPLATE_LOADING=True)
+    PTL(app)
+    app.register_blueprint(Blueprint("one", __name__, template_folder=str(BP_ONE)))
+    caplog.set_level(logging.INFO, logger=app.logger.name)
+    with app.test_request_context():
+        flask.render_template("both.ptl")
+        with pytest.raises(jinja2.TemplateNotFound):
+            flask.render_template("gone.ptl")
+        flask.render_template("page.html", title="t")
+    messages = [r.getMessage() for r in caplog.records if r.name == app.logger.name]
+    assert len(messages) == 3
+    found, missing, jinja = messages
+    assert found.startswith("Locating template 'both.ptl':")
+    # PTL's own folders (Jinja2's loader is not asked for a .ptl name), in search order.
+    assert found.index(f"trying PTL folder of application {app.import_name!r}") < found.index(
+        "trying PTL folder of blueprint 'one'"
+    )
+    assert found.count("-> no match") == 1
+    assert f"-> found ({str(BP_ONE / 'both.ptl')!r})" in found
+    assert missing.startswith("Locating template 'gone.ptl':")
+    assert missing.count("-> no match") == 2
+    assert "Error: the template could not be found." in missing
+    assert jinja.startswith("Locating template 'page.html':")  # Flask's own, for Jinja2
+
+
+def test_explain_is_silent_when_off(caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app()
+    PTL(app)
+    caplog.set_level(logging.DEBUG, logger=app.logger.name)
+    with app.test_request_context():
+        flask.render_template("index.ptl", name="n")
+    assert not [r for r in caplog.records if r.name == app.logger.name]
+
+
+# -- streaming and signals through Flask's functions -------------------------------------
+
+
+def test_flasks_stream_template_streams_a_ptl_generator() -> None:
+    app = make_app()
+    PTL(app)
+    events: list[str] = []
+
+    @app.get("/stream")
+    def stream() -> Any:
+        return flask.stream_template("stream.ptl", items=["a", "<b>"], events=events)
+
+    response = app.test_client().get("/stream", buffered=False)
+    chunks = iter(response.response)
+    assert next(chunks) == b"<ul data-path='/stream'>"
+    assert events == []
+    assert b"".join(chunks) == b"<li>a</li><li>&lt;b&gt;</li>&lt;tail &amp; end&gt;"
+    response.close()
+
+
+def test_signals_fire_once_per_render_with_the_rendered_template() -> None:
+    app = make_app()
+    PTL(app)
+    seen: list[tuple[str, Any]] = []
+
+    def recorder(kind: str) -> Callable[..., None]:
+        def receive(sender: Flask, template: Any, context: dict[str, Any], **_: Any) -> None:
+            seen.append((kind, template))
+
+        return receive
+
+    with (
+        app.test_request_context(),
+        before_render_template.connected_to(recorder("before"), app),
+        template_rendered.connected_to(recorder("after"), app),
+    ):
+        flask.render_template(["gone.ptl", "index.ptl"], name="n")
+        assert [(kind, t.name) for kind, t in seen] == [
+            ("before", "index.ptl"),
+            ("after", "index.ptl"),
+        ]
+        assert isinstance(seen[0][1], jinja2.Template)
+        assert seen[0][1].filename == str(APP / "index.ptl")
+        seen.clear()
+        flask.render_template("includes.html", name="n", title="t")  # includes send none
+        assert [(kind, t.name) for kind, t in seen] == [
+            ("before", "includes.html"),
+            ("after", "includes.html"),
+        ]
+        seen.clear()
+        list(flask.stream_template("index.ptl", name="n"))
+        assert [(kind, t.name) for kind, t in seen] == [
+            ("before", "index.ptl"),
+            ("after", "index.ptl"),
+        ]
+
+
+# -- render_text: raw text is explicit ----------------------------------------------------
+
+
+def test_mail_body_is_raw_through_render_text_and_escaped_in_html() -> None:
+    app = make_app()
+    PTL(app)
+    rendered: list[str] = []
+
+    def on_rendered(sender: Flask, template: Any, **_: Any) -> None:
+        rendered.append(template.name)
+
+    @app.get("/mail")
+    def mail_page() -> str:
+        return flask.render_template("mail.ptl", user="Ann <a@b>")
+
+    with app.test_request_context(), template_rendered.connected_to(on_rendered, app):
+        body = render_text("mail.ptl", user="Ann <a@b>")
+        assert body == "Dear Ann <a@b>, R&D <team> says hi."
+        assert type(body) is str
+        assert render_text(["gone.ptl", "mail.ptl"], user="x").startswith("Dear x,")
+        html_body = render_template("mail.ptl", user="Ann <a@b>")
+    assert rendered == ["mail.ptl", "mail.ptl", "mail.ptl"]
+    assert html_body == "Dear Ann &lt;a@b&gt;, R&amp;D &lt;team&gt; says hi."
+    assert app.test_client().get("/mail").text == html_body
+
+
+def test_ptl_leaves_jinja_env_to_be_made_lazily_with_the_final_config() -> None:
+    app = make_app()
+    PTL(app)
+    assert "jinja_env" not in app.__dict__
+    app.config["TEMPLATES_AUTO_RELOAD"] = True  # set after PTL(app), as a factory may
+    assert app.jinja_env.auto_reload is True
+    with app.test_request_context():
+        assert flask.render_template("other.ptl") == "app one"
+
+
+def test_a_jinja_name_that_reaches_a_ptl_file_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "real.ptl", 'def render [html] ():\n    "rendered"\n')
+    (tmp_path / "alias.html").symlink_to(tmp_path / "real.ptl")
+    app = make_app(tmp_path)
+    PTL(app)
+    with app.test_request_context():
+        assert flask.render_template("real.ptl") == "rendered"
+        for name in ("alias.html", "REAL.PTL", "./real.ptl"):
+            with pytest.raises(jinja2.TemplateNotFound) as info:
+                flask.render_template(name)
+            assert PTL_SOURCE_MARK not in str(info.value)
+        with pytest.raises(jinja2.TemplateNotFound, match="is a PTL template"):
+            flask.render_template("alias.html")

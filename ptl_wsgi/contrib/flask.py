@@ -1,9 +1,11 @@
-"""PTL templates in Flask: ``PTL(app)``, :func:`render_template`, :func:`stream_template`.
+"""PTL templates in Flask: ``PTL(app)``, then Flask's own ``render_template``.
 
-A thin adapter over :class:`ptl_wsgi.loader.Loader` that follows Flask's own
-template conventions::
+With ``PTL(app)``, Flask's :func:`flask.render_template` and
+:func:`flask.stream_template` render ``.ptl`` names through ptl_wsgi, beside
+Jinja2 templates::
 
-    from ptl_wsgi.contrib.flask import PTL, render_template
+    from flask import Flask, render_template
+    from ptl_wsgi.contrib.flask import PTL
 
     app = Flask(__name__)
     PTL(app)                      # or PTL().init_app(app) in a factory
@@ -11,6 +13,15 @@ template conventions::
     @app.get("/")
     def index():
         return render_template("index.ptl", posts=load_posts())
+
+The seam is ``app.jinja_env``, which all of Flask's render functions go
+through: its loader is wrapped so that a ``.ptl`` name (``"dir/file.ptl"``,
+``"dir/file.ptl:function"``) loads a :class:`PTLTemplate`, a
+:class:`jinja2.Template` whose rendering calls the PTL template and sends its
+output through :mod:`ptl_wsgi.output`.  Flask does the rest as for Jinja2:
+context processors, globals, both signals, streaming, lists of names.  Jinja2
+never sees a ``.ptl`` file's source: ``{% include %}`` of a ``.ptl`` name
+renders it, ``{% import %}`` gives its functions, ``{% extends %}`` is an error.
 
 - Templates are looked for in the app's ``template_folder``, then in every
   blueprint's, in registration order, then in ``PTL_SEARCH_PATH``.
@@ -27,22 +38,41 @@ template conventions::
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import flask
 import jinja2
-from flask import Flask, Response, current_app, has_request_context, request, stream_with_context
-from flask.signals import before_render_template, template_rendered
+from flask import Flask, Response, current_app, has_request_context, request
+from flask.templating import DispatchingJinjaLoader
 from jinja2.defaults import DEFAULT_NAMESPACE
+from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
-from ptl_wsgi.html import htmlescape, htmltext
+from ptl_wsgi import output
+from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.html import htmltext
 from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
-__all__ = ["PTL", "TemplateNotFound", "get_loader", "render_template", "stream_template"]
+__all__ = [
+    "PTL",
+    "PTLTemplate",
+    "TemplateNotFound",
+    "TemplatesNotFound",
+    "get_loader",
+    "render_template",
+    "render_template_string",
+    "render_text",
+    "stream_template",
+    "stream_template_string",
+]
+
+_STRING_NAME = "<string>"
 
 
 class TemplateNotFound(_loader.TemplateNotFound, jinja2.TemplateNotFound):
@@ -53,6 +83,33 @@ class TemplateNotFound(_loader.TemplateNotFound, jinja2.TemplateNotFound):
         self.templates = [name]  # jinja2's __init__, reached via super(), set it to the message
 
 
+class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):
+    """None of a list of names exists; ``templates`` has every name, ``tried`` every place."""
+
+    def __init__(self, names: Sequence[str], tried: Iterable[str] = ()) -> None:
+        names = [str(name) for name in names]
+        tried = list(tried)
+        super().__init__(names[-1], tried)
+        message = "none of the templates " + ", ".join(map(repr, names)) + " was found"
+        if tried:
+            message += "; looked in:\n" + "\n".join(f"  {place}" for place in tried)
+        # Set last: the base classes' __init__ methods each set their own version.
+        self.args = (message,)
+        self.message = message
+        self.templates = names
+
+
+def _is_ptl(name: Any) -> bool:
+    # Any case: "x.PTL" is no PTL name (the loader refuses it), but on a case-insensitive
+    # file system Jinja2 would open x.ptl for it.
+    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(".ptl")
+
+
+def _is_ptl_file(filename: str) -> bool:
+    """Whether *filename* is a .ptl file, whatever name (a link, a case) reached it."""
+    return os.path.realpath(filename).rstrip(". ").lower().endswith(".ptl")
+
+
 class PTL:
     """The Flask extension; one instance may serve several apps (``init_app``)."""
 
@@ -61,15 +118,18 @@ class PTL:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``
-        and the CSP request hooks (idle unless ``PTL_CSP`` is true)."""
+        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
+        ``.ptl`` names in ``app.jinja_env`` and the CSP request hooks (idle unless
+        ``PTL_CSP`` is true)."""
         app.config.setdefault("PTL_AUTO_RELOAD", None)
         app.config.setdefault("PTL_SEARCH_PATH", [])
         app.config.setdefault("PTL_CSP", False)
         app.config.setdefault("PTL_CSP_DIRECTIVES", {})
         app.extensions["ptl"] = _AppState(app)
+        _install_jinja(app)
         # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
         app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
+        app.before_request_funcs[None].insert(0, _ensure_jinja)
         app.after_request(_csp_header)
         app.teardown_request(_csp_end)
         app.context_processor(_csp_context)
@@ -88,18 +148,24 @@ class _AppState:
         if self._loader is None:
             with self._lock:
                 if self._loader is None:
-                    self._loader = _loader.Loader(_search_path(self.app))
+                    self._loader = _loader.Loader([folder for folder, _ in _folders(self.app)])
         return self._loader
 
 
-def _search_path(app: Flask) -> list[str]:
-    folders = [
-        os.path.join(scaffold.root_path, scaffold.template_folder)
-        for scaffold in (app, *app.iter_blueprints())
-        if scaffold.template_folder is not None
-    ]
-    extra = [os.path.join(app.root_path, folder) for folder in app.config["PTL_SEARCH_PATH"]]
-    return list(dict.fromkeys([*folders, *extra]))
+def _folders(app: Flask) -> list[tuple[str, str]]:
+    """The search path, each folder with its owner for the explain log (the first owner wins)."""
+    folders: dict[str, str] = {}
+    for scaffold in (app, *app.iter_blueprints()):
+        if scaffold.template_folder is not None:
+            folder = os.path.join(scaffold.root_path, scaffold.template_folder)
+            if isinstance(scaffold, Flask):
+                owner = f"application {scaffold.import_name!r}"
+            else:
+                owner = f"blueprint {scaffold.name!r} ({scaffold.import_name})"
+            folders.setdefault(folder, owner)
+    for folder in app.config["PTL_SEARCH_PATH"]:
+        folders.setdefault(os.path.join(app.root_path, folder), "PTL_SEARCH_PATH")
+    return list(folders.items())
 
 
 def _auto_reload(app: Flask) -> bool:
@@ -109,17 +175,428 @@ def _auto_reload(app: Flask) -> bool:
     return app.debug
 
 
-def get_loader(app: Flask | None = None) -> _loader.Loader:
-    """The loader of *app* (default: the current app), e.g. for ``loader.module(path)``."""
+def _app(app: Flask | None = None) -> Flask:
     if app is None:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
-    try:
-        state: _AppState = app.extensions["ptl"]
-    except KeyError:
-        raise RuntimeError("PTL is not set up on this app; call PTL(app) first") from None
+    if "ptl" not in app.extensions:
+        raise RuntimeError("PTL is not set up on this app; call PTL(app) first")
+    return app
+
+
+def get_loader(app: Flask | None = None) -> _loader.Loader:
+    """The loader of *app* (default: the current app), e.g. for ``loader.module(path)``."""
+    app = _app(app)
+    state: _AppState = app.extensions["ptl"]
     loader = state.loader
     loader.auto_reload = _auto_reload(app)
     return loader
+
+
+def _ptl_template(app: Flask, name: str) -> _loader.Template:
+    try:
+        return get_loader(app).get_template(name)
+    except TemplateNotFound:
+        raise
+    except _loader.TemplateNotFound as exc:
+        raise TemplateNotFound(exc.name, exc.tried, exc.reason) from None
+
+
+# -- the seam: app.jinja_env loads .ptl names as PTLTemplate ----------------------------------
+
+
+class PTLTemplate(jinja2.Template):
+    """A PTL template as Jinja2 and Flask see it: what ``app.jinja_env`` loads for a
+    ``.ptl`` name, and what the signals carry as ``template``.
+
+    ``name`` is the name it was loaded by (None for a template from a string, as
+    in Jinja2), ``filename`` its file.  :meth:`render` returns ``htmltext``,
+    :meth:`generate` yields ``htmltext`` chunks: output that is not markup is
+    escaped (:func:`ptl_wsgi.output.chunks`).
+    """
+
+    _fixed: _loader.Template | None  # a template from a string, which no loader knows
+    _fixed_module: types.ModuleType | None
+    _as_text: bool
+
+    @classmethod
+    def _create(
+        cls,
+        environment: jinja2.Environment,
+        name: str | None,
+        filename: str,
+        globals: MutableMapping[str, Any],
+        fixed: tuple[_loader.Template, types.ModuleType] | None = None,
+    ) -> PTLTemplate:
+        # As Jinja2's own Template._from_namespace: Template.__new__ compiles Jinja2 source.
+        template: PTLTemplate = object.__new__(cls)
+        template.environment = environment
+        template.globals = globals
+        template.name = name
+        template.filename = filename
+        template.blocks = {}
+        template._module = None
+        template._debug_info = ""
+        template._uptodate = None  # always current: the PTL loader reloads by itself
+        template._fixed, template._fixed_module = fixed if fixed else (None, None)
+        template._as_text = False
+        return template
+
+    @property
+    def _app(self) -> Flask:
+        return self.environment.app  # type: ignore[attr-defined,no-any-return]
+
+    def _template(self) -> _loader.Template:
+        # Looked up at each render (one dict lookup), so that auto-reload applies.
+        if self._fixed is not None:
+            return self._fixed
+        assert self.name is not None
+        return _ptl_template(self._app, self.name)
+
+    def _call(self, context: dict[str, Any]) -> Any:
+        """Run the template with Flask's globals (not Jinja2's own helpers) under *context*."""
+        values = {**self.globals, **context}
+        values = {k: v for k, v in values.items() if DEFAULT_NAMESPACE.get(k) is not v}
+        return self._template().render(values)
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        """The output as one ``htmltext`` (as raw ``str`` for :func:`render_text`)."""
+        result = self._call(dict(*args, **kwargs))
+        if self._as_text:
+            return output.text(result)
+        return htmltext("").join(output.chunks(result))
+
+    def generate(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """The output as ``htmltext`` chunks, as a generator template yields them.
+
+        Run where Flask's ``stream_template`` iterates, after the request's
+        teardown: the request's CSP nonce is made current for each step.
+        """
+        context = dict(*args, **kwargs)
+        produced = self._produce(context)
+        nonce = request.environ.get(CSP_NONCE_KEY) if has_request_context() else None
+        return produced if nonce is None else _in_nonce_scope(produced, nonce)
+
+    def _produce(self, context: dict[str, Any]) -> Iterator[Any]:
+        if self._as_text:
+            yield output.text(self._call(context))
+        else:
+            yield from output.chunks(self._call(context))
+
+    def root_render_func(self, context: Context) -> Iterator[htmltext]:  # type: ignore[override]
+        """Jinja2's entry for ``{% include %}``, and for ``{% extends %}``, which is refused."""
+        if context.name != self.name:
+            # An include renders in a context of this template's own; extends in the child's.
+            raise jinja2.TemplateRuntimeError(
+                f"a Jinja2 template cannot extend the PTL template {self.name!r}; "
+                "include it, or call its functions, instead"
+            )
+        yield from output.chunks(self._call(context.get_all()))
+
+    def make_module(
+        self,
+        vars: dict[str, Any] | None = None,
+        shared: bool = False,
+        locals: Any = None,
+    ) -> Any:
+        """What ``{% import %}`` binds: the ``.ptl`` module's functions."""
+        return _PTLModule(self, dict(vars or {}))
+
+    def _get_default_module(self, ctx: Context | None = None) -> Any:
+        return _PTLModule(self, {})
+
+    def _text_version(self) -> PTLTemplate:
+        twin: PTLTemplate = object.__new__(type(self))  # not copy.copy: see _create
+        twin.__dict__.update(self.__dict__)
+        twin._as_text = True
+        return twin
+
+    def __repr__(self) -> str:
+        return f"<PTLTemplate {self.name!r} from {self.filename}>"
+
+
+class _PTLModule:
+    """A ``.ptl`` file bound by ``{% import %}`` (or ``get_template_attribute``):
+    its public functions as attributes; ``_body_stream`` serves
+    ``{% include ... without context %}``."""
+
+    def __init__(self, template: PTLTemplate, context: dict[str, Any]) -> None:
+        self._template = template
+        self._context = context
+        self.__name__ = template.name
+
+    @property
+    def _body_stream(self) -> list[htmltext]:
+        return list(output.chunks(self._template._call(self._context)))
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # private, as Jinja2's macros starting with _
+            raise AttributeError(attribute)
+        template = self._template
+        if template._fixed_module is not None:
+            module = template._fixed_module
+        else:
+            assert template.name is not None
+            path, _function = _loader.split_name(template.name)
+            if path != template.name:
+                raise jinja2.TemplateRuntimeError(
+                    f"import {path!r}, the file, not {template.name!r}, one of its templates"
+                )
+            module = get_loader(template._app).module(path)
+        return getattr(module, attribute)
+
+
+class _JinjaLoader(jinja2.BaseLoader):
+    """The environment's loader: ``.ptl`` names load a :class:`PTLTemplate`, others go to
+    *inner* (Flask's own loader); a ``.ptl`` file never goes out as Jinja2 source."""
+
+    def __init__(self, inner: jinja2.BaseLoader | None) -> None:
+        self.inner = inner
+
+    @property
+    def has_source_access(self) -> bool:  # type: ignore[override]
+        return self.inner is not None and self.inner.has_source_access
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str | None, Any]:
+        if _is_ptl(template):
+            raise TemplateNotFound(
+                template, reason="a PTL template has no Jinja2 source; render it instead"
+            )
+        if self.inner is None:
+            raise jinja2.TemplateNotFound(template)
+        source, filename, uptodate = self.inner.get_source(environment, template)
+        if filename is not None and _is_ptl_file(filename):
+            raise TemplateNotFound(
+                template, [filename], reason=f"{filename} is a PTL template, not Jinja2 source"
+            )
+        return source, filename, uptodate
+
+    def load(
+        self,
+        environment: jinja2.Environment,
+        name: str,
+        globals: MutableMapping[str, Any] | None = None,
+    ) -> jinja2.Template:
+        if not _is_ptl(name):
+            if self.inner is None:
+                raise jinja2.TemplateNotFound(name)
+            if type(self.inner).load is not jinja2.BaseLoader.load:
+                return self.inner.load(environment, name, globals)  # e.g. precompiled modules
+            # Jinja2's own load, through the checked get_source above.
+            return super().load(environment, name, globals)
+        app: Flask = environment.app  # type: ignore[attr-defined]
+        if app.config.get("EXPLAIN_TEMPLATE_LOADING"):
+            _explain(app, name)
+        template = _ptl_template(app, name)
+        return PTLTemplate._create(environment, name, template.filename, globals or {})
+
+    def list_templates(self) -> list[str]:
+        return self.inner.list_templates() if self.inner is not None else []
+
+
+class _PTLEnvironment(jinja2.Environment):
+    """Mixed into the app's Jinja2 environment class: whatever loader is set (by Flask,
+    by a custom ``create_jinja_environment``, later by hand) is wrapped in
+    :class:`_JinjaLoader`; lists of names report every place tried."""
+
+    @property  # type: ignore[override]
+    def loader(self) -> _JinjaLoader:
+        return self.__dict__["_ptl_loader"]  # type: ignore[no-any-return]
+
+    @loader.setter
+    def loader(self, loader: jinja2.BaseLoader | None) -> None:
+        if not isinstance(loader, _JinjaLoader):
+            loader = _JinjaLoader(loader)
+        self.__dict__["_ptl_loader"] = loader
+
+    def select_template(
+        self,
+        names: Iterable[str | jinja2.Template],
+        parent: str | None = None,
+        globals: MutableMapping[str, Any] | None = None,
+    ) -> jinja2.Template:
+        """The first of *names* that exists; else :class:`TemplatesNotFound` naming each
+        name and each place looked in."""
+        if isinstance(names, jinja2.Undefined) or not names:
+            return super().select_template(names, parent, globals)  # Jinja2's own errors
+        names = list(names)
+        tried: list[str] = []
+        for name in names:
+            try:
+                return self.get_template(name, parent, globals)
+            except jinja2.UndefinedError:
+                continue
+            except jinja2.TemplateNotFound as exc:
+                tried += getattr(exc, "tried", None) or _jinja_places(self, str(name))
+        raise TemplatesNotFound([str(name) for name in names], tried)
+
+
+def _jinja_places(environment: jinja2.Environment, name: str) -> list[str]:
+    """Where Flask's own loader looked for Jinja2 template *name* (its folder loaders)."""
+    inner = environment.loader.inner if isinstance(environment.loader, _JinjaLoader) else None
+    if not isinstance(inner, DispatchingJinjaLoader):
+        return []
+    places: list[str] = []
+    for _scaffold, loader in inner._iter_loaders(name):
+        if isinstance(loader, jinja2.FileSystemLoader):
+            places += [os.path.join(folder, *name.split("/")) for folder in loader.searchpath]
+    return places
+
+
+@functools.cache
+def _environment_class(base: type[jinja2.Environment]) -> type[jinja2.Environment]:
+    if issubclass(base, _PTLEnvironment):
+        return base
+    return type(f"PTL{base.__name__}", (_PTLEnvironment, base), {})
+
+
+def _install_jinja(app: Flask, create: bool = False) -> None:
+    """Make ``app.jinja_env`` load ``.ptl`` names: now if it exists (or *create*), else when
+    Flask makes it, at first use, so that config set after ``PTL(app)`` still counts."""
+    if not create and "jinja_env" not in app.__dict__:  # a cached_property, not made yet
+        app.jinja_environment = _environment_class(app.jinja_environment)  # type: ignore
+        return
+    env = app.jinja_env
+    if isinstance(env, _PTLEnvironment):
+        return
+    with _install_lock:  # the first requests of a threaded server may all get here
+        if isinstance(env, _PTLEnvironment):
+            return
+        # In this order, a thread rendering meanwhile sees a working loader at each step.
+        env.__dict__["_ptl_loader"] = _JinjaLoader(env.__dict__.get("loader"))
+        env.__class__ = _environment_class(type(env))  # its loader property reads _ptl_loader
+        env.__dict__.pop("loader", None)
+        if env.cache is not None:
+            env.cache.clear()  # nothing loaded before may stand for a .ptl name
+
+
+_install_lock = threading.Lock()
+
+
+def _ensure_jinja() -> None:
+    # A create_jinja_environment that builds its environment without app.jinja_environment
+    # is caught here, before any view renders.
+    _install_jinja(current_app._get_current_object(), create=True)  # type: ignore[attr-defined]
+
+
+def _explain(app: Flask, name: str) -> None:
+    """Log where PTL looks for *name*, as Flask's ``EXPLAIN_TEMPLATE_LOADING`` does for
+    Jinja2: each folder, in order, and whether the file is there."""
+    lines = [f"Locating template {name!r}:"]
+    path, _function = _loader.split_name(name)
+    loader = get_loader(app)
+    try:
+        loader.find(path)  # checks that the name is well formed
+    except _loader.TemplateNotFound as exc:
+        app.logger.info("\n".join([*lines, f"Error: {exc.reason}"]))
+        return
+    owners = {os.path.realpath(folder): owner for folder, owner in _folders(app)}
+    relative = os.path.join(*path.split("/"))
+    found = 0
+    for index, (folder, place) in enumerate(
+        zip(loader.search_path, loader.places(relative), strict=True), start=1
+    ):
+        lines.append(f"{index:5}: trying PTL folder of {owners.get(folder, 'PTL_SEARCH_PATH')}")
+        lines.append(f"       folder: {folder!r}")
+        if os.path.isfile(place):
+            found += 1
+            lines.append(f"       -> found ({place!r})")
+        else:
+            lines.append("       -> no match")
+    if found == 0:
+        lines.append("Error: the template could not be found.")
+    elif found > 1:
+        lines.append("Warning: more than one folder has the template; the first one is used.")
+    blueprint = request.blueprint if has_request_context() else None
+    if blueprint is not None and found != 1:
+        lines.append(
+            f"  The template was looked up from an endpoint of the blueprint {blueprint!r}: "
+            "put its templates in a subfolder named after it."
+        )
+    app.logger.info("\n".join(lines))
+
+
+# -- rendering: Flask's own functions, and PTL source ----------------------------------------
+
+
+def render_template(
+    template_name_or_list: str | jinja2.Template | Sequence[str | jinja2.Template],
+    /,
+    **context: Any,
+) -> Any:
+    """Flask's :func:`flask.render_template`, after checking that ``PTL(app)`` was called.
+
+    A ``.ptl`` name (``"dir/file.ptl"``, ``"dir/file.ptl:function"``) returns
+    ``htmltext``, output that is not markup (a ``[plain]`` template's str)
+    escaped; a list renders the first name that exists.
+    """
+    _app()
+    return flask.render_template(template_name_or_list, **context)  # type: ignore[arg-type]
+
+
+def stream_template(
+    template_name_or_list: str | jinja2.Template | Sequence[str | jinja2.Template],
+    /,
+    **context: Any,
+) -> Iterator[Any]:
+    """Flask's :func:`flask.stream_template`, after checking that ``PTL(app)`` was called.
+
+    A generator template (a plain ``def`` in a ``.ptl`` module that yields,
+    say, the output of ``[html]`` templates) is sent chunk by chunk as it
+    yields; any other template is sent as one chunk once it has run.
+    """
+    _app()
+    return flask.stream_template(template_name_or_list, **context)  # type: ignore[arg-type]
+
+
+def _from_string(app: Flask, source: str) -> PTLTemplate:
+    """A template for PTL *source*'s ``render``; relative imports reach the app's templates."""
+    loader = get_loader(app)
+    module = types.ModuleType(f"{loader.package}.{_STRING_NAME}")
+    module.__package__ = loader.package
+    module.__file__ = _STRING_NAME
+    exec(compile_ptl(source, _STRING_NAME), module.__dict__)
+    function = getattr(module, _loader.DEFAULT_FUNCTION, None)
+    if not callable(function):
+        raise TemplateNotFound(
+            _STRING_NAME, reason=f"the source has no template {_loader.DEFAULT_FUNCTION!r}"
+        )
+    template = _loader.Template(_STRING_NAME, _STRING_NAME, function)
+    env = app.jinja_env
+    return PTLTemplate._create(env, None, _STRING_NAME, env.make_globals(None), (template, module))
+
+
+def render_template_string(source: str, /, **context: Any) -> Any:
+    """Render PTL *source* (its ``render`` template) as :func:`render_template` renders a
+    file: context processors, globals, signals, escaping.  (Flask's own
+    ``render_template_string`` renders Jinja2 source.)"""
+    app = _app()
+    return flask.render_template(_from_string(app, source), **context)
+
+
+def stream_template_string(source: str, /, **context: Any) -> Iterator[Any]:
+    """Stream PTL *source* (its ``render`` template) as :func:`stream_template` does."""
+    app = _app()
+    return flask.stream_template(_from_string(app, source), **context)
+
+
+def render_text(
+    name: str | Sequence[str],
+    /,
+    **context: Any,
+) -> str:
+    """Render template *name* (or the first of a list) as raw text: a plain ``str``
+    with nothing escaped, for mail bodies and ``text/plain`` responses.
+
+    Context processors, globals and signals are as for :func:`render_template`;
+    the output is :func:`ptl_wsgi.output.text`, never fit for an HTML response.
+    """
+    app = _app()
+    template = app.jinja_env.get_or_select_template(name)  # type: ignore[arg-type]
+    if isinstance(template, PTLTemplate):
+        template = template._text_version()
+    return output.text(flask.render_template(template, **context))
 
 
 # -- Content-Security-Policy nonce: one scope per request context -----------------------------
@@ -169,7 +646,7 @@ def _csp_context() -> dict[str, str]:
     return {"csp_nonce": _request_nonce()} if _csp_on() else {}
 
 
-def _in_nonce_scope(chunks: Iterator[htmltext], nonce: str) -> Iterator[htmltext]:
+def _in_nonce_scope(chunks: Iterator[Any], nonce: str) -> Iterator[Any]:
     """*chunks*, each produced with *nonce* current: a stream runs after teardown.
 
     The scope is left before each yield, so it never outlives a step of the
@@ -181,63 +658,3 @@ def _in_nonce_scope(chunks: Iterator[htmltext], nonce: str) -> Iterator[htmltext
         if chunk is None:
             return
         yield chunk
-
-
-def _prepare(name: str, context: dict[str, Any]) -> tuple[Flask, _loader.Template, dict[str, Any]]:
-    """The app, the template and what it is called with; *context* gets Flask's additions."""
-    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    try:
-        template = get_loader(app).get_template(name)
-    except _loader.TemplateNotFound as exc:
-        raise TemplateNotFound(exc.name, exc.tried, exc.reason) from None
-    app.update_template_context(context)
-    before_render_template.send(
-        app, _async_wrapper=app.ensure_sync, template=template, context=context
-    )
-    # Flask's globals minus Jinja's own helpers (range, lipsum, ...), below the context.
-    globals_ = {
-        key: value
-        for key, value in app.jinja_env.globals.items()
-        if DEFAULT_NAMESPACE.get(key) is not value
-    }
-    return app, template, {**globals_, **context}
-
-
-def _chunks(result: Any) -> Iterator[htmltext]:
-    """A template's output as markup: the value it returns, or each item it yields."""
-    for chunk in result if isinstance(result, Iterator) else (result,):
-        if chunk is not None:
-            yield htmlescape(chunk)
-
-
-def render_template(name: str, /, **context: Any) -> htmltext:
-    """Render template *name* (``"dir/file.ptl"`` or ``"dir/file.ptl:function"``).
-
-    Output that is not markup (a ``[plain]`` template's str) is escaped.
-    """
-    app, template, full_context = _prepare(name, context)
-    result = htmltext("").join(_chunks(template.render(full_context)))
-    template_rendered.send(app, _async_wrapper=app.ensure_sync, template=template, context=context)
-    return result
-
-
-def stream_template(name: str, /, **context: Any) -> Iterator[htmltext]:
-    """Render template *name* as an iterator of markup chunks, for a streamed response.
-
-    A template that is a generator (a plain ``def`` in a ``.ptl`` module that
-    yields, say, the output of ``[html]`` templates) is sent chunk by chunk as
-    it yields; any other template is sent as one chunk once it has run.
-    """
-    app, template, full_context = _prepare(name, context)
-    result = template.render(full_context)
-    nonce = request.environ.get(CSP_NONCE_KEY) if request else None
-
-    def generate() -> Iterator[htmltext]:
-        chunks = _chunks(result)
-        yield from chunks if nonce is None else _in_nonce_scope(chunks, nonce)
-        template_rendered.send(
-            app, _async_wrapper=app.ensure_sync, template=template, context=context
-        )
-
-    # The request context must outlive the view while the response is sent.
-    return stream_with_context(generate()) if request else generate()
