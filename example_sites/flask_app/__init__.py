@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, flash, redirect, request, url_for
+from flask import Flask, flash, redirect, render_template, request, url_for
 
 import ptl_wsgi
-from ptl_wsgi.contrib.flask import PTL, render_template
+from ptl_wsgi.contrib.flask import PTL
 from ptl_wsgi.forms import Form, SubmitButton, TextAreaWidget, TextWidget
 
 from . import db

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flask import Blueprint, abort
-
-from ptl_wsgi.contrib.flask import render_template, stream_template
+from flask import Blueprint, abort, render_template, stream_template
 
 from .. import db
 
