@@ -603,3 +603,62 @@ def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None
         check=False,
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+# -- attributes: one renderer, safety.attrs ----------------------------------------------
+
+SCRIPT_URL = "javascript:alert(document.domain)"
+UNSAFE = "about:invalid#ptl-unsafe-url"
+
+
+def test_form_action_is_a_checked_url() -> None:
+    form = Form(None, csrf=False, action=SCRIPT_URL)
+    assert f'action="{UNSAFE}"' in form.render_start()
+    assert "javascript" not in str(form.render())
+    assert 'action="/save?a=1&amp;b=2"' in Form(None, csrf=False, action="/save?a=1&b=2").render()
+    form = Form(None, csrf=False, attrs={"ACTION": SCRIPT_URL})  # ours wins, whatever the case
+    assert str(form.render_start()).count("action=") == 1
+
+
+@pytest.mark.parametrize("name", ["formaction", "FormAction", "src", "poster", "xlink:href"])
+def test_url_attributes_of_widgets_are_checked(name: str) -> None:
+    form = everything(Form(None, csrf=False))
+    for widget in form:
+        widget.attrs[name] = " java\tscript:alert(1)"
+    html = str(form.render())
+    assert "script:" not in html
+    assert html.count(UNSAFE) == len(form.widgets) + len(form["radio"].options) - 1
+
+
+@pytest.mark.parametrize("name", ["onclick", "ONFOCUS", "onmouseover", "srcdoc"])
+def test_event_handlers_are_refused_unless_markup(name: str) -> None:
+    for cls, args in [(TextWidget, ()), (SubmitButton, ("Go",)), (SelectWidget, ())]:
+        kwargs = {"options": ["a"]} if cls is SelectWidget else {}
+        widget = cls("w", *args, attrs={name: "alert(1)"}, **kwargs)
+        with pytest.raises(ValueError, match="script"):
+            widget.render()
+        widget = cls("w", *args, attrs={name: htmltext("track('w')")}, **kwargs)
+        assert f"{name}=\"track('w')\"" in widget.render()
+    with pytest.raises(ValueError, match="script"):
+        Form(None, csrf=False, attrs={name: "alert(1)"}).render()
+
+
+@pytest.mark.parametrize("name", ["a b", '"><x', "x=y", "", "a/b", "a`"])
+def test_invalid_attribute_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid attribute name"):
+        TextWidget("t", attrs={name: "1"}).render()
+
+
+def test_our_attributes_win_over_the_callers_whatever_the_case() -> None:
+    button = SubmitButton("go", "Go", attrs={"TYPE": "reset", "Name": "other", "class": "b"})
+    assert button.render_control() == htmltext(
+        '<button type="submit" name="go" class="b" value="1">Go</button>'
+    )
+    text = TextWidget("t", attrs={"ID": "x", "Value": "forced"}).render_control()
+    assert "forced" not in text and text.count("id=") == 1
+
+
+def test_one_attribute_renderer() -> None:
+    import ptl_wsgi.forms.widgets as widgets
+
+    assert not hasattr(widgets, "render_attrs")
