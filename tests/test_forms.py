@@ -662,3 +662,41 @@ def test_one_attribute_renderer() -> None:
     import ptl_wsgi.forms.widgets as widgets
 
     assert not hasattr(widgets, "render_attrs")
+
+
+# -- CSRF: a malformed token is only ever invalid ------------------------------------------
+
+MALFORMED_TOKENS = [
+    "a." + "9" * 400 + ".b",  # a float cannot hold the timestamp: once an OverflowError
+    "a." + "9" * 5000 + ".b",  # more digits than int() converts by default
+    "a.-1.b",
+    "a.+1.b",
+    "a. 1.b",
+    "a.1_0.b",
+    "a.\u0661\u0662.b",  # Arabic-Indic digits: str.isdigit() says yes
+    "a.\u00b2.b",  # superscript two: isdigit() yes, int() no
+    "a.1.b.c",
+    "a..b",
+    "...",
+    "",
+    "\udcff.1.x",
+    "tök.1.x",
+    "a.1." + "f" * 64,
+]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS)
+def test_session_csrf_malformed_tokens_are_invalid(token: str) -> None:
+    session: dict[str, str] = {}
+    policy = SessionCSRF("secret", session)
+    policy.token()
+    assert policy.check(token) is False
+    form = Form({"csrf_token": token}, csrf=SessionCSRF("secret", session))
+    assert not form.validate()
+    assert "has expired" in form.render_errors()
+
+
+@pytest.mark.parametrize("token", [None, b"a.1.b", 12, ["a.1.b"], object()])
+def test_session_csrf_non_str_tokens_are_invalid(token: object) -> None:
+    policy = SessionCSRF("secret", "sid")
+    assert policy.check(token) is False  # type: ignore[arg-type]
