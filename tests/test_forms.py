@@ -700,3 +700,13 @@ def test_session_csrf_malformed_tokens_are_invalid(token: str) -> None:
 def test_session_csrf_non_str_tokens_are_invalid(token: object) -> None:
     policy = SessionCSRF("secret", "sid")
     assert policy.check(token) is False  # type: ignore[arg-type]
+
+
+def test_int_widget_without_a_length_limit_still_refuses_huge_numbers() -> None:
+    class Unbounded(IntWidget):
+        max_length = None
+
+    form = Form({"n": "9" * 5000}, csrf=False)
+    form.add(Unbounded, "n")
+    assert not form.validate()
+    assert form["n"].error == "Enter a whole number."

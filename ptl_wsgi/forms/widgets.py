@@ -417,7 +417,11 @@ class IntWidget(_NumberWidget):
     def convert(self, text: str) -> int:
         if not self._syntax.fullmatch(text):
             raise ValidationError(self.messages["invalid"])
-        return self.check_range(int(text))
+        try:
+            number = int(text)
+        except ValueError:  # more digits than int() converts, if max_length allows them
+            raise ValidationError(self.messages["invalid"]) from None
+        return self.check_range(number)
 
     def input_attrs(self) -> dict[str, Any]:
         return {**super().input_attrs(), "step": "1"}
