@@ -10,9 +10,13 @@ template is trusted.  The conversion therefore:
 * rewrites ``quixote.html`` imports of htmltext, htmlescape, TemplateIO and
   stringify to ``ptl_wsgi`` and drops the ``quixote.ptl`` decorator imports;
 * warns about every plain literal in an ``@ptl_html`` template whose meaning
-  changes (Quixote escaped it; here it becomes trusted markup), and about what
-  it cannot convert (h-strings outside ``[html]`` templates, ``return value``
-  in a template, other ``quixote.html`` names).
+  changes (Quixote escaped it; here it becomes trusted markup), judging the
+  characters it stands for (``'\\x3c'`` is a ``<``), not how it is spelled;
+* warns about every bare ``return`` in a template (Quixote returns None, which
+  no template here can; ptl_wsgi returns the output so far): reported, not
+  rewritten;
+* warns about what it cannot convert (h-strings outside ``[html]`` templates,
+  ``return value`` in a template, other ``quixote.html`` names).
 
 The source is edited token by token, so comments and layout stay as they are.
 """
@@ -129,6 +133,8 @@ class _Scan(ast.NodeVisitor):
                 "not converted: 'return' with a value in a template (use bare "
                 "'return'; a template returns its output)",
             )
+        elif self.kind is not None:
+            self.warn(node, _BARE_RETURN)
         self.generic_visit(node)
 
     # Places where the compiler keeps literals as str: nothing changes there.
@@ -197,6 +203,12 @@ _TRUSTED = (
     "changes meaning: Quixote escaped this plain literal, [html] trusts it as markup; "
     "if it is text, write it escaped (e.g. '&lt;' for '<')"
 )
+# Not rewritten: no [html] or [plain] template can return None, and moving the
+# early exit elsewhere is a decision about the caller that only a person can make.
+_BARE_RETURN = (
+    "changes meaning: a bare 'return' in a template returns None in Quixote (its output is "
+    "dropped) but the output so far here; restructure it if a caller relies on None"
+)
 _H_OUTSIDE = (
     "not converted: an h-string outside @ptl_html is htmltext in Quixote but a str here; "
     "use htmltext(...) or move it into an [html] template"
@@ -239,6 +251,30 @@ def _text(lines: list[str], start: Pos, end: Pos) -> str:
         return lines[start[0] - 1][start[1] : end[1]]
     middle = lines[start[0] : end[0] - 1]
     return "".join([lines[start[0] - 1][start[1] :], *middle, lines[end[0] - 1][: end[1]]])
+
+
+def _characters(piece: _Piece) -> str:
+    """The characters *piece* stands for once its escapes are read: ``'\\x3c'`` is ``<``.
+
+    For an f-string, its literal text and format specs, not its fields' code.
+    A piece that does not parse on its own is returned as written, quotes and
+    all, so it is judged as containing everything.
+    """
+    try:
+        node = ast.parse(piece.text.strip(), mode="eval").body
+    except SyntaxError:
+        return piece.text
+    return _literal_characters(node)
+
+
+def _literal_characters(node: ast.AST | None) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_literal_characters(part) for part in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return _literal_characters(node.format_spec)
+    return ""
 
 
 def _is_h_string(piece: _Piece) -> bool:
@@ -354,8 +390,7 @@ def _convert_strings(scan: _Scan, pieces: list[_Piece], editor: _Editor) -> None
             body = piece.text[1:]
             editor.replace(piece.start, (line, col + 1), "f" if set("{}") & set(body) else "")
         elif literal.kind == "html" and "b" not in piece.prefix.lower():
-            body = piece.text[len(piece.prefix) :]
-            if literal.harmless_place and not _SPECIAL & set(body.strip(body[0])):
+            if literal.harmless_place and not _SPECIAL & set(_characters(piece)):
                 continue
             scan.warnings.append(Problem(line, col + 1, _TRUSTED))
 

@@ -87,12 +87,7 @@ def _canonical(url: str) -> str:
     second decoding would make of them), then every ignorable character is
     removed, wherever it stands.  The result is only inspected, never output.
     """
-    for _ in range(_MAX_UNESCAPE):
-        decoded = html.unescape(url)
-        if decoded == url:
-            break
-        url = decoded
-    return _IGNORED.sub("", url)
+    return _IGNORED.sub("", _decoded(url))
 
 
 def _check_schemes(schemes: Iterable[str]) -> frozenset[str]:
@@ -152,20 +147,37 @@ def safe_url(
 # -- attributes -------------------------------------------------------------------
 
 #: Attributes whose value is a URL (or, for SVG animation, may become one);
-#: :func:`attrs` sends their values through :func:`safe_url`.
+#: :func:`attrs` sends their values through :func:`safe_url`.  A prefixed
+#: name (``xlink:href``, ``foo:href``) counts by its local part too.
 URL_ATTRIBUTES = frozenset(
     {
         "action", "background", "cite", "codebase", "data", "formaction", "href",
         "icon", "longdesc", "lowsrc", "dynsrc", "manifest", "poster", "src",
         "xlink:href", "xml:base", "classid", "archive", "profile", "usemap",
+        "itemtype", "attributionsrc",
+        # Lists of URLs: every one of them is checked.
+        "srcset", "imagesrcset", "ping",
         # <animate attributeName="href" to="javascript:..."> sets a link's URL.
         "from", "to", "by", "values",
     }
 )  # fmt: skip
 
+# Attributes holding several URLs, split on what separates them in any of
+# them (commas, semicolons, whitespace); splitting finer than a browser does
+# can only make a piece look *more* like a scheme, never less.
+_URL_LISTS = frozenset({"srcset", "imagesrcset", "ping", "archive", "values"})
+_URL_SEPARATORS = re.compile(r"[\s,;]+")
+
 # Attributes that are script whatever their value: event handlers (matched by
 # prefix) and srcdoc, whose value is a whole HTML document.
 _SCRIPT_ATTRIBUTES = frozenset({"srcdoc"})
+
+# What makes a style attribute load a resource or run code, in any browser
+# old or new; a backslash (CSS escapes) or comment could spell any of them.
+_UNSAFE_STYLE = re.compile(
+    r"[\\]|/\*|url\(|image\(|image-set\(|cross-fade\(|element\(|src\(|expression"
+    r"|behavior|binding|@import|javascript:|vbscript:"
+)
 
 # The HTML attribute-name grammar: anything but controls, space, " ' > / = and
 # noncharacters.  "<" and "`" are allowed by the grammar but refused here, as
@@ -180,26 +192,55 @@ _NAME = re.compile(
 
 
 def _url_value(name: str, value: Any) -> htmltext:
-    if name == "values":
-        # An SVG animation's list of values, each of which may become a URL.
+    if name.rpartition(":")[2] in _URL_LISTS:
         text = _url_text(value)
-        if all(is_safe_url(part) for part in text.split(";")):
+        pieces = _URL_SEPARATORS.split(_decoded(text))
+        if all(is_safe_url(piece) for piece in pieces):
             return htmlescape(text)
         return htmltext(UNSAFE_URL)
     return safe_url(value)
+
+
+def _decoded(text: str) -> str:
+    """*text* with character references decoded until nothing changes."""
+    for _ in range(_MAX_UNESCAPE):
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _is_safe_style(text: str) -> bool:
+    canonical = _IGNORED.sub("", _decoded(text)).lower()
+    return _UNSAFE_STYLE.search(canonical) is None
+
+
+def _markup_value(value: Any) -> str:
+    # Markup is trusted as the attribute's source text, but a bare '"' in it
+    # would end the quoted value; '&quot;' means the same there and cannot.
+    return str(value.__html__()).replace('"', "&quot;")
+
+
+def _is_url_attribute(key: str) -> bool:
+    return key in URL_ATTRIBUTES or key.rpartition(":")[2] in URL_ATTRIBUTES
 
 
 def attrs(mapping: Mapping[str, Any], *, allow_events: bool = False) -> htmltext:
     """Render *mapping* as attributes: ``' name="value"'`` each, in order.
 
     ``True`` renders a bare attribute, ``False`` and ``None`` leave it out;
-    values with ``__html__`` are used as is, anything else is ``str()``-ed and
-    escaped; values of :data:`URL_ATTRIBUTES` go through :func:`safe_url`.
+    values with ``__html__`` (markup) are trusted as attribute source text
+    (only a ``"`` in them is escaped), anything else is ``str()``-ed and
+    escaped.  Values of :data:`URL_ATTRIBUTES` go through :func:`safe_url`
+    (each URL of ``srcset``, ``ping`` and the like); a ``style`` value that is
+    not markup is left out if it could load a resource or run code
+    (``url(``, ``expression``, ``@import``, CSS escapes, ...).
 
     Raises ValueError for a name outside the HTML attribute-name grammar, a
     name given twice (ignoring case), or an event handler (``on*``) or
-    ``srcdoc`` attribute unless *allow_events* is true: those are script,
-    which escaping does not make safe.
+    ``srcdoc`` attribute whose value is not markup, unless *allow_events* is
+    true: those are script, which escaping does not make safe.
     """
     seen: set[str] = set()
     out: list[str] = []
@@ -210,16 +251,25 @@ def attrs(mapping: Mapping[str, Any], *, allow_events: bool = False) -> htmltext
         if key in seen:
             raise ValueError(f"attribute {name!r} given twice")
         seen.add(key)
-        if not allow_events and (key.startswith("on") or key in _SCRIPT_ATTRIBUTES):
+        markup = getattr(value, "__html__", None) is not None and not isinstance(value, type)
+        if (key.startswith("on") or key in _SCRIPT_ATTRIBUTES) and not (allow_events or markup):
             raise ValueError(
-                f"attribute {name!r} is script; pass allow_events=True if its value is trusted"
+                f"attribute {name!r} is script: give its value as markup (htmltext) "
+                "if it is trusted code"
             )
         if value is None or value is False:
             continue
         if value is True:
             out.append(f" {name}")
             continue
-        text = _url_value(key, value) if key in URL_ATTRIBUTES else htmlescape(value)
+        if _is_url_attribute(key):
+            text = str(_url_value(key, value))
+        elif markup:
+            text = _markup_value(value)
+        elif key == "style" and not _is_safe_style(str(value)):
+            continue
+        else:
+            text = str(htmlescape(value))
         out.append(f' {name}="{text}"')
     return htmltext("".join(out))
 

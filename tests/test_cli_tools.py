@@ -394,3 +394,71 @@ def test_pre_commit_hook_definition() -> None:
     assert fields["entry"] == "ptl-wsgi check"
     assert fields["language"] == "python"
     assert fields["files"] == r"\.ptl$"
+
+
+# -- convert: literals judged by value, bare returns reported --------------------------------
+
+ESCAPED_MARKUP = [
+    r"'\x3cscript\x3e'",
+    r"'\N{LESS-THAN SIGN}i\N{GREATER-THAN SIGN}'",
+    r"'\74i\76'",
+    r"'\u003cb\u003e'",
+    r"'\U0000003c'",
+    r"'\x26amp;'",
+    r"'\x22'",
+    "'''\\\n<b>'''",  # a line continuation inside a triple-quoted string
+]
+
+
+@pytest.mark.parametrize("literal", ESCAPED_MARKUP)
+def test_convert_judges_literals_by_value_not_spelling(literal: str) -> None:
+    source = f"@ptl_html\ndef f():\n    {literal}\n"
+    result = convert_source(source, "p.ptl")
+    assert [(p.line, p.message.split(":")[0]) for p in result.warnings] == [(3, "changes meaning")]
+    # And the warning is right: Quixote escapes what ptl_wsgi now trusts.
+    theirs = _quixote_module("from quixote.ptl import ptl_html\n" + source)["f"]()
+    ours = _our_module(result.source)["f"]()
+    assert str(ours) != str(theirs)
+
+
+@pytest.mark.parametrize(
+    "literal", [r"'\x41bc'", r"'\N{LATIN SMALL LETTER E WITH ACUTE}'", "'a\\\nb'"]
+)
+def test_convert_stays_quiet_about_escapes_of_harmless_text(literal: str) -> None:
+    result = convert_source(f"@ptl_html\ndef f():\n    {literal}\n")
+    assert result.warnings == []
+
+
+def test_convert_reports_each_bare_return_in_a_template() -> None:
+    source = (
+        "@ptl_html\n"
+        "def f(x):\n"
+        "    F'<a>'\n"
+        "    if x:\n"
+        "        return\n"
+        "    def helper():\n"
+        "        return\n"  # not a template: nothing changes
+        "    F'<b>'\n"
+        "    return\n"
+        "@ptl_plain\n"
+        "def g():\n"
+        "    return  # even last\n"
+    )
+    result = convert_source(source, "r.ptl")
+    returns = [p for p in result.warnings if "return" in p.message]
+    assert [(p.line, p.col) for p in returns] == [(5, 9), (9, 5), (12, 5)]
+    assert all(p.message.startswith("changes meaning: a bare 'return'") for p in returns)
+    assert "None" in returns[0].message
+    # Reported, not rewritten: no [html] template can return None.
+    assert "        return\n" in result.source
+    theirs = _quixote_module("from quixote.ptl import ptl_html, ptl_plain\n" + source)["f"](1)
+    ours = _our_module(result.source)["f"](1)
+    assert theirs is None and str(ours) == "<a>"
+
+
+def test_convert_command_reports_bare_returns_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.ptl"
+    path.write_text("@ptl_html\ndef f(x):\n    if x:\n        return\n    F'<b>'\n")
+    result = run("convert", path)
+    assert result.returncode == 0
+    assert f"{path}:4:9: warning: changes meaning: a bare 'return'" in result.stderr

@@ -603,3 +603,110 @@ def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None
         check=False,
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+# -- attributes: one renderer, safety.attrs ----------------------------------------------
+
+SCRIPT_URL = "javascript:alert(document.domain)"
+UNSAFE = "about:invalid#ptl-unsafe-url"
+
+
+def test_form_action_is_a_checked_url() -> None:
+    form = Form(None, csrf=False, action=SCRIPT_URL)
+    assert f'action="{UNSAFE}"' in form.render_start()
+    assert "javascript" not in str(form.render())
+    assert 'action="/save?a=1&amp;b=2"' in Form(None, csrf=False, action="/save?a=1&b=2").render()
+    form = Form(None, csrf=False, attrs={"ACTION": SCRIPT_URL})  # ours wins, whatever the case
+    assert str(form.render_start()).count("action=") == 1
+
+
+@pytest.mark.parametrize("name", ["formaction", "FormAction", "src", "poster", "xlink:href"])
+def test_url_attributes_of_widgets_are_checked(name: str) -> None:
+    form = everything(Form(None, csrf=False))
+    for widget in form:
+        widget.attrs[name] = " java\tscript:alert(1)"
+    html = str(form.render())
+    assert "script:" not in html
+    assert html.count(UNSAFE) == len(form.widgets) + len(form["radio"].options) - 1
+
+
+@pytest.mark.parametrize("name", ["onclick", "ONFOCUS", "onmouseover", "srcdoc"])
+def test_event_handlers_are_refused_unless_markup(name: str) -> None:
+    for cls, args in [(TextWidget, ()), (SubmitButton, ("Go",)), (SelectWidget, ())]:
+        kwargs = {"options": ["a"]} if cls is SelectWidget else {}
+        widget = cls("w", *args, attrs={name: "alert(1)"}, **kwargs)
+        with pytest.raises(ValueError, match="script"):
+            widget.render()
+        widget = cls("w", *args, attrs={name: htmltext("track('w')")}, **kwargs)
+        assert f"{name}=\"track('w')\"" in widget.render()
+    with pytest.raises(ValueError, match="script"):
+        Form(None, csrf=False, attrs={name: "alert(1)"}).render()
+
+
+@pytest.mark.parametrize("name", ["a b", '"><x', "x=y", "", "a/b", "a`"])
+def test_invalid_attribute_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid attribute name"):
+        TextWidget("t", attrs={name: "1"}).render()
+
+
+def test_our_attributes_win_over_the_callers_whatever_the_case() -> None:
+    button = SubmitButton("go", "Go", attrs={"TYPE": "reset", "Name": "other", "class": "b"})
+    assert button.render_control() == htmltext(
+        '<button type="submit" name="go" class="b" value="1">Go</button>'
+    )
+    text = TextWidget("t", attrs={"ID": "x", "Value": "forced"}).render_control()
+    assert "forced" not in text and text.count("id=") == 1
+
+
+def test_one_attribute_renderer() -> None:
+    import ptl_wsgi.forms.widgets as widgets
+
+    assert not hasattr(widgets, "render_attrs")
+
+
+# -- CSRF: a malformed token is only ever invalid ------------------------------------------
+
+MALFORMED_TOKENS = [
+    "a." + "9" * 400 + ".b",  # a float cannot hold the timestamp: once an OverflowError
+    "a." + "9" * 5000 + ".b",  # more digits than int() converts by default
+    "a.-1.b",
+    "a.+1.b",
+    "a. 1.b",
+    "a.1_0.b",
+    "a.\u0661\u0662.b",  # Arabic-Indic digits: str.isdigit() says yes
+    "a.\u00b2.b",  # superscript two: isdigit() yes, int() no
+    "a.1.b.c",
+    "a..b",
+    "...",
+    "",
+    "\udcff.1.x",
+    "tök.1.x",
+    "a.1." + "f" * 64,
+]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS)
+def test_session_csrf_malformed_tokens_are_invalid(token: str) -> None:
+    session: dict[str, str] = {}
+    policy = SessionCSRF("secret", session)
+    policy.token()
+    assert policy.check(token) is False
+    form = Form({"csrf_token": token}, csrf=SessionCSRF("secret", session))
+    assert not form.validate()
+    assert "has expired" in form.render_errors()
+
+
+@pytest.mark.parametrize("token", [None, b"a.1.b", 12, ["a.1.b"], object()])
+def test_session_csrf_non_str_tokens_are_invalid(token: object) -> None:
+    policy = SessionCSRF("secret", "sid")
+    assert policy.check(token) is False  # type: ignore[arg-type]
+
+
+def test_int_widget_without_a_length_limit_still_refuses_huge_numbers() -> None:
+    class Unbounded(IntWidget):
+        max_length = None
+
+    form = Form({"n": "9" * 5000}, csrf=False)
+    form.add(Unbounded, "n")
+    assert not form.validate()
+    assert form["n"].error == "Enter a whole number."

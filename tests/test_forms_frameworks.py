@@ -216,3 +216,56 @@ def test_django_post_not_checked_by_middleware_fails_closed(django_settings: obj
     assert isinstance(form["csrfmiddlewaretoken"].policy, DjangoCSRF)
     assert not form.validate()
     assert "has expired" in form.render_errors()
+
+
+# -- malformed tokens are invalid, never an error --------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_forms import MALFORMED_TOKENS  # noqa: E402
+
+ANY_TOKEN = st.one_of(
+    st.text(),
+    st.text(alphabet="0123456789.-_=", max_size=120),
+    st.sampled_from(MALFORMED_TOKENS),
+    st.binary(),
+    st.none(),
+    st.integers(),
+)
+
+
+@given(ANY_TOKEN)
+@settings(max_examples=200, deadline=None)
+def test_flask_csrf_check_never_raises(token: object) -> None:
+    app = make_flask_app()
+    with app.test_request_context("/"):
+        policy = FlaskCSRF()
+        policy.token()
+        assert policy.check(token) is False  # type: ignore[arg-type]
+    with app.test_request_context("/"):  # no token in the session yet
+        assert FlaskCSRF().check(token) is False  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS[:6])
+def test_flask_malformed_tokens_are_a_form_error(token: str) -> None:
+    client = make_flask_app().test_client()
+    client.get("/")
+    response = client.post("/", data={"text": "Ann", "csrf_token": token})
+    assert response.status_code == 200
+    assert "has expired" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS[:6])
+def test_django_malformed_tokens_are_refused_by_the_middleware(
+    django_settings: object, token: str
+) -> None:
+    from django.test import RequestFactory
+
+    factory = RequestFactory()
+    page = run_django(factory.get("/"), django_view)
+    request = factory.post("/", {"text": "Ann", "csrfmiddlewaretoken": token})
+    request.COOKIES[django_settings.CSRF_COOKIE_NAME] = page.cookies[
+        django_settings.CSRF_COOKIE_NAME
+    ].value
+    assert run_django(request, django_view).status_code == 403
+    assert DjangoCSRF(request).check(token) is False

@@ -68,3 +68,36 @@ def test_repeated_fields_in_multidicts(pairs: list[tuple[str, str]]) -> None:
     for name, count in counts.items():
         if count > 1 and name in form and form[name].is_field and name != "multi":
             assert form[name].error == form[name].messages["repeated"]
+
+
+# -- CSRF checks: anything at all is a token that is invalid, never an exception -------------
+
+tokens = st.one_of(
+    st.text(),
+    st.text(alphabet="0123456789.-+_ \u0661\u00b2", max_size=30),
+    st.builds(
+        lambda a, n, b: f"{a}.{n}.{b}",
+        st.text(max_size=10),
+        st.integers(min_value=-(10**600), max_value=10**600),
+        st.text(max_size=70),
+    ),
+    st.binary(),
+    st.none(),
+    st.integers(),
+    st.lists(st.text(max_size=5), max_size=3),
+)
+
+
+@given(tokens)
+@settings(max_examples=300, deadline=None)
+def test_session_csrf_check_never_raises(token: object) -> None:
+    from ptl_wsgi.forms import SessionCSRF
+
+    session: dict[str, str] = {}
+    policy = SessionCSRF("secret", session)
+    policy.token()
+    for checker in (policy, SessionCSRF("secret", "sid", max_age=None)):
+        assert checker.check(token) is False  # type: ignore[arg-type]
+    form = Form({"csrf_token": token}, csrf=policy)
+    assert not form.validate()
+    assert "has expired" in form.render_errors()

@@ -241,11 +241,13 @@ def test_attrs_accepts_valid_names(name: str) -> None:
 @pytest.mark.parametrize(
     "name", ["onclick", "ONLOAD", "OnMouseOver", "onfocus", "on", "onbegin", "srcdoc", "SrcDoc"]
 )
-def test_attrs_refuses_script_attributes_unless_allowed(name: str) -> None:
-    with pytest.raises(ValueError, match="is script"):
-        attrs({name: "alert(1)"})
-    with pytest.raises(ValueError, match="is script"):
-        attrs({name: htmltext("alert(1)")})
+def test_attrs_refuses_script_attributes_unless_markup_or_allowed(name: str) -> None:
+    for value in ("alert(1)", 1, True, b"x"):
+        with pytest.raises(ValueError, match="is script"):
+            attrs({name: value})
+    # Markup is the developer's word that the script is theirs (an [html] literal is markup).
+    assert attrs({name: htmltext("f('a')")}) == f" {name}=\"f('a')\""
+    assert attrs({name: Markup("f(1)")}) == f' {name}="f(1)"'
     assert attrs({name: "f('<x>')"}, allow_events=True) == f' {name}="f(&#x27;&lt;x&gt;&#x27;)"'
 
 
@@ -255,8 +257,13 @@ def test_attrs_rejects_duplicate_names() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["href", "HREF", "src", "action", "formaction", "xlink:href", "poster", "data", "to"]
-)
+    "name",
+    [
+        "href", "HREF", "src", "action", "formaction", "xlink:href", "poster", "data", "to",
+        "ping", "srcset", "imagesrcset", "cite", "background", "codebase", "manifest",
+        "longdesc", "usemap", "archive", "itemtype", "attributionsrc", "XLink:HREF", "foo:href",
+    ],
+)  # fmt: skip
 def test_attrs_sends_url_attributes_through_safe_url(name: str) -> None:
     assert attrs({name: "java\tscript:alert(1)"}) == f' {name}="{UNSAFE_URL}"'
     assert attrs({name: htmltext("&#106;avascript:alert(1)")}) == f' {name}="{UNSAFE_URL}"'
@@ -472,3 +479,62 @@ def test_security_doc_examples() -> None:
             test = parser.get_doctest(text, namespace, f"block {index}", None, 0)
             results = contextvars.Context().run(runner.run, test)
             assert results.attempted and not results.failed, text
+
+
+# -- attrs, strengthened (issue 12) ---------------------------------------------------------
+
+
+def test_attrs_markup_values_cannot_end_the_quoted_value() -> None:
+    # A trusted value is markup, which may hold a bare '"'; in a quoted value it must not end it.
+    result = attrs({"title": htmltext('x" onclick="alert(1)'), "class": Markup('a"b')})
+    assert result == ' title="x&quot; onclick=&quot;alert(1)" class="a&quot;b"'
+    assert _parse_attrs(f"<div{result}>") == [("title", 'x" onclick="alert(1)'), ("class", 'a"b')]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("srcset", "/a.png 1x, javascript:alert(1) 2x"),
+        ("srcset", "/a.png 1x,javascript:alert(1)"),
+        ("imagesrcset", "data:text/html,x 1x"),
+        ("ping", "/count javascript:alert(1)"),
+        ("ping", "/count\tvbscript:x"),
+        ("archive", "a.jar,javascript:x"),
+    ],
+)
+def test_attrs_checks_each_url_of_a_url_list(name: str, value: str) -> None:
+    assert attrs({name: value}) == f' {name}="{UNSAFE_URL}"'
+
+
+def test_attrs_keeps_good_url_lists() -> None:
+    assert attrs({"srcset": "/a.png 1x, /b.png 2x"}) == ' srcset="/a.png 1x, /b.png 2x"'
+    assert attrs({"ping": "/a https://b/c"}) == ' ping="/a https://b/c"'
+
+
+@pytest.mark.parametrize(
+    "style",
+    [
+        "background: url(javascript:alert(1))",
+        "background:URL( 'https://evil/track' )",
+        "width: expression(alert(1))",
+        "x: u\\72l(https://evil)",
+        "behavior: url(x.htc)",
+        "-moz-binding: url(x.xml#x)",
+        "@import 'https://evil'",
+        "background-image: image-set('x.png' 1x)",
+        "a: u&#114;l(x)",
+        "a: /**/url(x)",
+    ],
+)
+def test_attrs_drops_styles_that_load_or_run_anything(style: str) -> None:
+    assert attrs({"style": style}) == ""
+    assert attrs({"STYLE": style, "id": "a"}) == ' id="a"'
+
+
+def test_attrs_keeps_plain_styles_and_trusted_ones() -> None:
+    assert attrs({"style": "width: 10em; color: rgb(1, 2, 3)"}) == (
+        ' style="width: 10em; color: rgb(1, 2, 3)"'
+    )
+    assert attrs({"style": htmltext("background: url(/a.png)")}) == (
+        ' style="background: url(/a.png)"'
+    )

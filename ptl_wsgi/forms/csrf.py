@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import sys
 import time
 from collections.abc import MutableMapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from ptl_wsgi.forms.inputs import FormData
 from ptl_wsgi.forms.widgets import HiddenWidget
@@ -32,13 +33,16 @@ __all__ = [
     "detect_policy",
 ]
 
-# Tokens are short ASCII; anything else is rejected before any decoding so
-# hostile input cannot reach hmac or itsdangerous with odd characters.
+# Tokens are short ASCII str; anything else is rejected before any decoding so
+# hostile input cannot reach hmac or itsdangerous with odd characters or types.
 _MAX_TOKEN = 512
+# Our timestamps: ASCII digits (str.isdigit() also says yes to "²" and Arabic-Indic digits),
+# and few enough that the age is plain int arithmetic, never a float overflow.
+_STAMP = re.compile(r"[0-9]{1,12}\Z")
 
 
-def _plausible(token: str | None) -> bool:
-    return token is not None and 0 < len(token) <= _MAX_TOKEN and token.isascii()
+def _plausible(token: object) -> TypeGuard[str]:
+    return isinstance(token, str) and 0 < len(token) <= _MAX_TOKEN and token.isascii()
 
 
 class CSRFPolicy:
@@ -51,7 +55,11 @@ class CSRFPolicy:
         raise NotImplementedError
 
     def check(self, submitted: str | None) -> bool:
-        """Whether *submitted* (None when missing) proves a same-site submission."""
+        """Whether *submitted* (None when missing) proves a same-site submission.
+
+        Never raises for what a client sent: a malformed token, or one that is
+        not a str at all, is simply False.
+        """
         raise NotImplementedError
 
 
@@ -105,13 +113,13 @@ class SessionCSRF(CSRFPolicy):
 
     def check(self, submitted: str | None) -> bool:
         raw = self._raw(create=False)
-        if raw is None or submitted is None or not _plausible(submitted):
+        if raw is None or not _plausible(submitted):
             return False
         parts = submitted.split(".")
-        if len(parts) != 3 or not parts[1].isdigit():
+        if len(parts) != 3 or _STAMP.match(parts[1]) is None:
             return False
         salt, stamp, mac = parts
-        if self.max_age is not None and not 0 <= time.time() - int(stamp) <= self.max_age:
+        if self.max_age is not None and not 0 <= int(time.time()) - int(stamp) <= self.max_age:
             return False
         return hmac.compare_digest(mac, self._mac(raw, salt, stamp))
 

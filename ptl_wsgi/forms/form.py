@@ -12,9 +12,10 @@ from ptl_wsgi.forms.widgets import (
     SubmitButton,
     ValidationError,
     Widget,
-    render_attrs,
+    merge_attrs,
 )
 from ptl_wsgi.html import htmltext
+from ptl_wsgi.safety import attrs as render_attributes
 
 __all__ = ["Form"]
 
@@ -159,13 +160,16 @@ class Form:
         """The ``<form>`` start tag."""
         self._ensure_processed()
         multipart = any(isinstance(w, FileWidget) for w in self.widgets.values())
-        attrs = {
-            **self.attrs,
-            "method": self.method,
-            "action": self.action,
-            "enctype": "multipart/form-data" if multipart else None,
-        }
-        return htmltext("<form%s>\n") % render_attrs(attrs)
+        attrs = merge_attrs(
+            self.attrs,
+            {
+                "method": self.method,
+                "action": self.action,
+                "enctype": "multipart/form-data" if multipart else None,
+            },
+        )
+        # attrs() checks the action as a URL: a script URL becomes a harmless one.
+        return htmltext("<form%s>\n") % render_attributes(attrs)
 
     def render_errors(self) -> htmltext:
         """Form-level errors and those of hidden widgets, as an alert list."""

@@ -1,8 +1,10 @@
 """Widgets: one form control each, parsing its own input and rendering itself.
 
 Every ``render*`` method returns :class:`~ptl_wsgi.html.htmltext` built with
-htmltext operations, so labels, hints, options, values, attributes and error
-messages are escaped unless they already are htmltext.
+htmltext operations, so labels, hints, options, values and error messages are
+escaped unless they already are htmltext.  Attributes, the caller's and ours,
+are all rendered by :func:`ptl_wsgi.safety.attrs`: URLs checked, event
+handlers refused unless given as markup.
 
 Input rules shared by all widgets:
 
@@ -24,6 +26,7 @@ from typing import Any, ClassVar
 
 from ptl_wsgi.forms.inputs import FormData, UploadedFile
 from ptl_wsgi.html import htmltext
+from ptl_wsgi.safety import attrs as render_attributes
 
 __all__ = [
     "CheckboxWidget",
@@ -44,13 +47,11 @@ __all__ = [
     "ValidationError",
     "Validator",
     "Widget",
-    "render_attrs",
 ]
 
 Validator = Callable[[Any], None]
 
 _EMPTY = htmltext("")
-_ATTR_NAME = re.compile(r"[A-Za-z_:][-A-Za-z0-9_:.]*")
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 # Characters that cannot be shown back safely: C0 controls except tab, LF and
 # CR, DEL, lone surrogates (they would make the UTF-8 response unencodable)
@@ -66,23 +67,18 @@ class ValidationError(Exception):
         self.message = message
 
 
-def render_attrs(attrs: Mapping[str, Any]) -> htmltext:
-    """Render ``name="value"`` pairs, each value escaped and double-quoted.
+def merge_attrs(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge attribute mappings, later ones winning, names compared ignoring case.
 
-    ``True`` renders a bare boolean attribute; ``None`` and ``False`` are
-    left out.  Attribute names are checked, not escaped: they come from code.
+    HTML names ignore case, so a caller's ``"TYPE"`` must be replaced by our
+    ``"type"``, not rendered beside it (a browser keeps the first of two).
+    An attribute keeps the place where its name first appeared.
     """
-    parts = []
-    for key, value in attrs.items():
-        if value is None or value is False:
-            continue
-        if not _ATTR_NAME.fullmatch(key):
-            raise ValueError(f"invalid attribute name {key!r}")
-        if value is True:
-            parts.append(htmltext(" %s") % key)
-        else:
-            parts.append(htmltext(' %s="%s"') % (key, value))
-    return _EMPTY.join(parts)
+    merged: dict[str, tuple[str, Any]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower() if isinstance(name, str) else name] = (name, value)
+    return dict(merged.values())
 
 
 def _display(value: Any) -> str:
@@ -244,14 +240,16 @@ class Widget:
     def control_attrs(self) -> dict[str, Any]:
         """Attributes every control gets: the caller's ``attrs``, then ours (which win)."""
         described = [i for i, on in ((self.hint_id, self.hint), (self.error_id, self.error)) if on]
-        return {
-            **self.attrs,
-            "id": self.id,
-            "name": self.name,
-            "required": self.required,
-            "aria-invalid": "true" if self.error else None,
-            "aria-describedby": " ".join(described) or None,
-        }
+        return merge_attrs(
+            self.attrs,
+            {
+                "id": self.id,
+                "name": self.name,
+                "required": self.required,
+                "aria-invalid": "true" if self.error else None,
+                "aria-describedby": " ".join(described) or None,
+            },
+        )
 
     def render_control(self) -> htmltext:
         """The control itself (``<input>``, ``<select>``, ...)."""
@@ -318,8 +316,13 @@ class TextWidget(Widget):
         return {"maxlength": self.max_length}
 
     def render_control(self) -> htmltext:
-        attrs = {"type": self.input_type, **self.control_attrs(), "value": self.display_value()}
-        return htmltext("<input%s>") % render_attrs({**attrs, **self.input_attrs()})
+        attrs = merge_attrs(
+            {"type": self.input_type},
+            self.control_attrs(),
+            {"value": self.display_value()},
+            self.input_attrs(),
+        )
+        return htmltext("<input%s>") % render_attributes(attrs)
 
 
 class PasswordWidget(TextWidget):
@@ -345,7 +348,7 @@ class HiddenWidget(TextWidget):
         return {}
 
     def control_attrs(self) -> dict[str, Any]:
-        return {**self.attrs, "id": self.id, "name": self.name}
+        return merge_attrs(self.attrs, {"id": self.id, "name": self.name})
 
     def render(self) -> htmltext:
         return self.render_control() + "\n"
@@ -414,7 +417,11 @@ class IntWidget(_NumberWidget):
     def convert(self, text: str) -> int:
         if not self._syntax.fullmatch(text):
             raise ValidationError(self.messages["invalid"])
-        return self.check_range(int(text))
+        try:
+            number = int(text)
+        except ValueError:  # more digits than int() converts, if max_length allows them
+            raise ValidationError(self.messages["invalid"]) from None
+        return self.check_range(number)
 
     def input_attrs(self) -> dict[str, Any]:
         return {**super().input_attrs(), "step": "1"}
@@ -517,15 +524,16 @@ class TextAreaWidget(Widget):
         return super().check_text(value).replace("\r\n", "\n").replace("\r", "\n")
 
     def render_control(self) -> htmltext:
-        attrs = {
-            **self.control_attrs(),
-            "rows": self.rows,
-            "cols": self.cols,
-            "maxlength": self.max_length,
-        }
+        attrs = merge_attrs(
+            self.control_attrs(),
+            {"rows": self.rows, "cols": self.cols, "maxlength": self.max_length},
+        )
         # The leading newline keeps a value that starts with one: HTML drops
         # the first newline after <textarea>.
-        return htmltext("<textarea%s>\n%s</textarea>") % (render_attrs(attrs), self.display_value())
+        return htmltext("<textarea%s>\n%s</textarea>") % (
+            render_attributes(attrs),
+            self.display_value(),
+        )
 
 
 class CheckboxWidget(Widget):
@@ -550,8 +558,10 @@ class CheckboxWidget(Widget):
 
     def render_control(self) -> htmltext:
         checked = self.submitted is not None if self.processed else bool(self.initial)
-        attrs = {"type": "checkbox", **self.control_attrs(), "value": "on", "checked": checked}
-        return htmltext("<input%s>") % render_attrs(attrs)
+        attrs = merge_attrs(
+            {"type": "checkbox"}, self.control_attrs(), {"value": "on", "checked": checked}
+        )
+        return htmltext("<input%s>") % render_attributes(attrs)
 
 
 class Option:
@@ -615,7 +625,7 @@ class _ChoiceWidget(Widget):
         selected = self.selected_keys()
         return _EMPTY.join(
             htmltext('<option value="%s"%s>%s</option>')
-            % (o.key, render_attrs({"selected": o.key in selected}), o.label)
+            % (o.key, render_attributes({"selected": o.key in selected}), o.label)
             for o in self.options
         )
 
@@ -642,7 +652,7 @@ class SelectWidget(_ChoiceWidget):
         if self.placeholder is not None:
             first = htmltext('<option value="">%s</option>') % self.placeholder
         return htmltext("<select%s>%s%s</select>") % (
-            render_attrs(self.control_attrs()),
+            render_attributes(self.control_attrs()),
             first,
             self.render_options(),
         )
@@ -690,8 +700,8 @@ class MultipleSelectWidget(_ChoiceWidget):
         self.value = list(self.value)
 
     def render_control(self) -> htmltext:
-        attrs = {**self.control_attrs(), "multiple": True, "size": self.size}
-        return htmltext("<select%s>%s</select>") % (render_attrs(attrs), self.render_options())
+        attrs = merge_attrs(self.control_attrs(), {"multiple": True, "size": self.size})
+        return htmltext("<select%s>%s</select>") % (render_attributes(attrs), self.render_options())
 
 
 class RadioButtonsWidget(_ChoiceWidget):
@@ -711,16 +721,18 @@ class RadioButtonsWidget(_ChoiceWidget):
         common = self.control_attrs()
         rows = []
         for index, option in enumerate(self.options):
-            attrs = {
-                **common,
-                "type": "radio",
-                "id": self.option_id(index),
-                "value": option.key,
-                "checked": option.key in selected,
-            }
+            attrs = merge_attrs(
+                common,
+                {
+                    "type": "radio",
+                    "id": self.option_id(index),
+                    "value": option.key,
+                    "checked": option.key in selected,
+                },
+            )
             rows.append(
                 htmltext('<div class="option"><input%s><label for="%s">%s</label></div>')
-                % (render_attrs(attrs), self.option_id(index), option.label)
+                % (render_attributes(attrs), self.option_id(index), option.label)
             )
         return _EMPTY.join(rows)
 
@@ -771,8 +783,8 @@ class FileWidget(Widget):
         return upload
 
     def render_control(self) -> htmltext:
-        attrs = {"type": "file", **self.control_attrs(), "accept": self.accept}
-        return htmltext("<input%s>") % render_attrs(attrs)
+        attrs = merge_attrs({"type": "file"}, self.control_attrs(), {"accept": self.accept})
+        return htmltext("<input%s>") % render_attributes(attrs)
 
 
 class SubmitButton(Widget):
@@ -793,8 +805,8 @@ class SubmitButton(Widget):
         return not value
 
     def render_control(self) -> htmltext:
-        attrs = {**self.attrs, "type": "submit", "name": self.name, "value": "1"}
-        return htmltext("<button%s>%s</button>") % (render_attrs(attrs), self.label)
+        attrs = merge_attrs(self.attrs, {"type": "submit", "name": self.name, "value": "1"})
+        return htmltext("<button%s>%s</button>") % (render_attributes(attrs), self.label)
 
     def render(self) -> htmltext:
         return self.render_control() + "\n"
