@@ -96,7 +96,7 @@ class Helpers:
         return self._htmltext(f"{tag}{self._htmlescape(text)}</a>")
 
     def url_quote(self, value: Any, fallback: str | None = None) -> str:
-        """*value* (``str()``-ed) percent-quoted for a URL, ``/`` kept; a plain str.
+        """*value* (``str()``-ed; bytes as they are) percent-quoted for a URL, ``/`` kept; a str.
 
         For ``None``, returns *fallback* unquoted, or raises ValueError if there
         is none.  The result has no character HTML would need escaped.
@@ -105,6 +105,8 @@ class Helpers:
             if fallback is None:
                 raise ValueError("value is None and no fallback supplied")
             return fallback
+        if isinstance(value, (bytes, bytearray)):
+            return urllib.parse.quote(value)  # the bytes themselves, as in Quixote
         return urllib.parse.quote(self._stringify(value))
 
     def url_with_query(self, path: Any, **attrs: Any) -> Any:

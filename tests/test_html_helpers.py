@@ -153,6 +153,7 @@ def test_url_quote(h: SimpleNamespace) -> None:
     assert type(quoted) is str
     assert quoted == "a%20b%26c%3Dd/%C3%A9%27%22%3C%3E"
     assert h.url_quote(12) == "12"
+    assert h.url_quote(b"a b\xff") == quixote.url_quote(b"a b\xff") == "a%20b%FF"
     assert h.url_quote(None, "-") == "-"
     with pytest.raises(ValueError, match="fallback"):
         h.url_quote(None)
