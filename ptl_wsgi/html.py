@@ -29,6 +29,15 @@ __all__ = [
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
+    "ValuelessAttr",
+    "href",
+    "htmltag",
+    "js_escape",
+    "nl2br",
+    "pluralize",
+    "truncate",
+    "url_quote",
+    "url_with_query",
 ]
 
 
@@ -187,3 +196,16 @@ def _unpickle(text: str, twin: str | None = None) -> Any:
             pass
     return htmltext(text)
 
+
+# Quixote's helpers and the text filters, bound to the active twin.  Imported
+# last: the helpers use ptl_wsgi.safety, which imports this module's names above.
+from ptl_wsgi._helpers import Helpers as _Helpers  # noqa: E402
+from ptl_wsgi._helpers import ValuelessAttr, pluralize, truncate  # noqa: E402
+
+_helpers = _Helpers(_active)
+htmltag = _helpers.htmltag
+href = _helpers.href
+url_quote = _helpers.url_quote
+url_with_query = _helpers.url_with_query
+nl2br = _helpers.nl2br
+js_escape = _helpers.js_escape

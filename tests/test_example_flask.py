@@ -148,3 +148,20 @@ def test_links_follow_the_mount_point(tmp_path: Path, monkeypatch: pytest.Monkey
     assert response.status_code == 302
     assert urllib.parse.urlsplit(response.location).path == "/flask/"
     assert 'href="/flask/entries/1"' in client.get("/flask/").text
+
+
+def test_message_newlines_become_line_breaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "example_sites"))
+    from flask_app import create_app
+
+    app = create_app({"DATABASE": str(tmp_path / "db.sqlite3"), "TESTING": True})
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text).group(1)
+    message = f"first line\r\n{SCRIPT}\nthird"
+    response = client.post("/", data={"name": "Ann", "message": message, "csrf_token": token})
+    assert response.status_code == 302
+    page = client.get("/").text
+    assert f'<p class="message">first line<br />\n{ESCAPED}<br />\nthird</p>' in page
+    assert SCRIPT not in page
