@@ -231,7 +231,10 @@ def test_same_as_quixote_for_markup_input(h: SimpleNamespace, text: object) -> N
     ours, theirs = h.htmltext(text), quixote.htmltext(text)
     assert h.nl2br(ours) == str(quixote.nl2br(theirs))
     assert h.href("/", ours) == str(quixote.href("/", theirs))
-    assert h.htmltag("p", title=ours) == str(quixote.htmltag("p", title=theirs))
+    # A '"' in a markup attribute value is written as &quot; so it cannot end the value
+    # (deliberate: Quixote writes it as it is).
+    quoted = quixote.htmltext(str(text).replace('"', "&quot;"))
+    assert h.htmltag("p", title=ours) == str(quixote.htmltag("p", title=quoted))
 
 
 def test_deliberate_differences_from_quixote(h: SimpleNamespace) -> None:
