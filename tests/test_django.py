@@ -361,7 +361,8 @@ def test_mail_body_is_raw_and_the_page_is_escaped(client):
     assert response["Content-Type"] == "text/html; charset=utf-8"
     assert len(mail.outbox) == 1
     assert mail.outbox[0].body == "Hello Ann & <Bob> & welcome <to> the site\n"
-    assert [t.name for t in response.templates] == ["testapp/plain.ptl", "testapp/plain.ptl:render"] * 2
+    names = [t.name for t in response.templates]
+    assert names == ["testapp/plain.ptl", "testapp/plain.ptl:render"] * 2
 
 
 def test_template_response_escapes_a_plain_template(rf, engine):
