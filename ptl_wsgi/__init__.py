@@ -17,6 +17,7 @@ from ptl_wsgi.html import (
     stringify,
 )
 from ptl_wsgi.importer import install
+from ptl_wsgi.loader import render_context
 
 __version__ = "0.1.0"
 
@@ -30,5 +31,6 @@ __all__ = [
     "htmltext",
     "install",
     "parse_ptl",
+    "render_context",
     "stringify",
 ]

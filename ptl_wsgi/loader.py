@@ -28,9 +28,10 @@ import itertools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from types import ModuleType
+from types import GeneratorType, MappingProxyType, ModuleType
 from typing import Any
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Template",
     "TemplateArgumentError",
     "TemplateNotFound",
+    "render_context",
     "split_name",
 ]
 
@@ -46,6 +48,21 @@ __all__ = [
 DEFAULT_FUNCTION = "render"
 _SUFFIX = ".ptl"
 _counter = itertools.count()
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_render_var: ContextVar[Mapping[str, Any]] = ContextVar("ptl_wsgi_render_context", default=_EMPTY)
+
+
+def render_context() -> Mapping[str, Any]:
+    """The read-only context of the render in progress (empty outside one).
+
+    That is everything :meth:`Template.render` was given: the view's values
+    plus what the integration adds (``request``, context processors,
+    ``csrf_input``, ``csp_nonce``, Flask's globals), whatever the template
+    itself declares.  Any template called during the render, a layout say,
+    reads what it needs here instead of having every page pass it down.
+    """
+    return _render_var.get()
 
 
 class TemplateNotFound(LookupError):
@@ -107,23 +124,69 @@ class Template:
         self._required = tuple(required)
 
     def render(self, context: Mapping[str, Any] | None = None) -> Any:
-        """Call the template with the parts of *context* it takes."""
+        """Call the template with the parts of *context* it takes.
+
+        While it runs, :func:`render_context` is the whole *context*; a
+        generator template (a stream) gets it back around each of its steps.
+        """
         context = context or {}
         for param in self._required:
             if param not in context:
                 raise TemplateArgumentError(
                     f"template {self.name!r} needs {param!r}, which the context does not have"
                 )
-        if self._accepted is None:
-            return self.function(**context)
-        accepted = self._accepted
-        return self.function(**{k: v for k, v in context.items() if k in accepted})
+        # A copy: the caller's dict may change after the call, while a stream still runs.
+        current = MappingProxyType(dict(context))
+        token = _render_var.set(current)
+        try:
+            if self._accepted is None:
+                result = self.function(**context)
+            else:
+                accepted = self._accepted
+                result = self.function(**{k: v for k, v in context.items() if k in accepted})
+        finally:
+            _render_var.reset(token)
+        if isinstance(result, GeneratorType):
+            return _InRenderContext(result, current)
+        return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Template {self.name!r} from {self.filename}>"
+
+
+class _InRenderContext(Iterator[Any]):
+    """A generator template's output, each step run with its render context current.
+
+    A stream is iterated after :meth:`Template.render` returned (by a server,
+    perhaps in another context), so the context is set and reset around every
+    step rather than held; ``close()`` is forwarded, under it too.
+    """
+
+    __slots__ = ("_context", "_generator")
+
+    def __init__(self, generator: Generator[Any, None, Any], context: Mapping[str, Any]) -> None:
+        self._generator = generator
+        self._context = context
+
+    def __iter__(self) -> _InRenderContext:
+        return self
+
+    def __next__(self) -> Any:
+        token = _render_var.set(self._context)
+        try:
+            return next(self._generator)
+        finally:
+            _render_var.reset(token)
+
+    def close(self) -> None:
+        token = _render_var.set(self._context)
+        try:
+            self._generator.close()
+        finally:
+            _render_var.reset(token)
 
 
 class Loader:

@@ -226,7 +226,14 @@ def test_render_escapes_and_records_templates(client):
     assert "<li>a&amp;b</li>" in html and "<li>&lt;i&gt;</li>" in html
     assert "<footer>Test &lt;Site&gt;</footer>" in html
     assert response["Content-Type"] == "text/html; charset=utf-8"
-    assert [t.name for t in response.templates] == ["testapp/index.ptl"]
+    # Every template that ran, in call order, under its file's name and its own.
+    assert [t.name for t in response.templates] == [
+        "testapp/index.ptl",
+        "testapp/index.ptl:render",
+        *["testapp/index.ptl", "testapp/index.ptl:items_list"],
+        *["testapp/index.ptl", "testapp/index.ptl:row"] * 2,
+        *["layout.ptl", "layout.ptl:page"],
+    ]
     assert response.context["title"] == "<Items>"  # the view's value beats the processor's
     assert response.context["site_name"] == "Test <Site>"
 
@@ -354,7 +361,8 @@ def test_mail_body_is_raw_and_the_page_is_escaped(client):
     assert response["Content-Type"] == "text/html; charset=utf-8"
     assert len(mail.outbox) == 1
     assert mail.outbox[0].body == "Hello Ann & <Bob> & welcome <to> the site\n"
-    assert [t.name for t in response.templates] == ["testapp/plain.ptl"] * 2
+    names = [t.name for t in response.templates]
+    assert names == ["testapp/plain.ptl", "testapp/plain.ptl:render"] * 2
 
 
 def test_template_response_escapes_a_plain_template(rf, engine):
@@ -456,8 +464,9 @@ def test_debug_toolbar_lists_ptl_templates():
     assert response.status_code == 200
     assert 'id="djDebug"' in html
     panel = html[html.index('id="TemplatesPanel"') :]
-    assert "Templates (1 rendered)" in panel
-    assert "testapp/index.ptl" in panel
+    # Every template that ran, as in response.templates: the page's and the layout's.
+    assert "Templates (10 rendered)" in panel
+    assert "testapp/index.ptl" in panel and "layout.ptl:page" in panel
     assert str(APP_TEMPLATES / "testapp" / "index.ptl") in panel
     assert "&#x27;items&#x27;: [&#x27;a&amp;b&#x27;, &#x27;&lt;i&gt;&#x27;]" in panel  # its context
     assert "&lt;Items&gt;" in html

@@ -41,7 +41,15 @@ from ptl_wsgi.compiler import compile_ptl
 
 DOCS = REPO / "docs"
 ELSEWHERE = {"ptl-reference.md", "security.md"}
-RUN = ["index.md", "tutorial.md", "deploying.md", "migrating.md", "cli.md", "helpers.md"]
+RUN = [
+    "index.md",
+    "tutorial.md",
+    "deploying.md",
+    "migrating.md",
+    "cli.md",
+    "helpers.md",
+    "layouts.md",
+]
 FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)

@@ -20,12 +20,14 @@ raw-text call, for mail bodies.  See ``docs/django.md``.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, FrameType, ModuleType
 from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -183,9 +185,29 @@ class Template:
                 full.update(processor(request))
         full.update(context or {})
         signal = _template_rendered()
-        if signal is not None and signal.has_listeners(self):
-            # A Context, as Django's engine sends: the debug toolbar reads its ``dicts``.
-            signal.send(sender=self, template=self, context=Context(full))
+        if signal is None or not signal.has_listeners(self):
+            return self._run(full, output)
+        # A Context, as Django's engine sends: the debug toolbar reads its ``dicts``.
+        signal.send(sender=self, template=self, context=Context(full))
+        calls: list[tuple[str, Callable[..., Any], dict[str, Any]]] = []
+        try:
+            with _recording(self.backend.loader, calls):
+                return self._run(full, output)
+        finally:
+            # Sent once the render is over (even a failed one), in call order, each
+            # template under both its names: "layout.ptl" and "layout.ptl:page".
+            top = self.template.function
+            for index, (name, function, arguments) in enumerate(calls):
+                path = name.partition(":")[0]
+                names = (path, name)
+                if index == 0 and function is top:
+                    names = tuple(n for n in names if n != self.name)  # the one sent above
+                filename = function.__code__.co_filename
+                for each in names:
+                    ran = Template(ptl_loader.Template(each, filename, function), self.backend)
+                    signal.send(sender=ran, template=ran, context=Context(arguments))
+
+    def _run(self, full: dict[str, Any], output: Callable[[Any], _Output]) -> _Output:
         try:
             # Inside the try: a generator template runs while its output is collected.
             return output(self.template.render(full))
@@ -274,6 +296,67 @@ def _template_rendered() -> Signal | None:
     # Whoever listens to the signal has imported its module, so looking it up here is enough.
     module = sys.modules.get("django.test.signals")
     return None if module is None else module.template_rendered
+
+
+_NOT_YET = object()
+
+
+@contextlib.contextmanager
+def _recording(
+    loader: ptl_loader.Loader, calls: list[tuple[str, Callable[..., Any], dict[str, Any]]]
+) -> Iterator[None]:
+    """Append ``(name, function, arguments)`` to *calls* for each call of a template of
+    *loader* in this thread while the block runs (only under the test client).
+
+    A profile hook, installed for the block alone, so that template functions
+    stay plain functions and a render outside tests pays nothing for this.
+    """
+    names: dict[CodeType, tuple[str, Callable[..., Any]] | None] = {}
+    resumed: set[FrameType] = set()
+    previous = sys.getprofile()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            known = names.get(code, _NOT_YET)
+            if known is _NOT_YET:
+                known = names[code] = _template_of(loader, frame)
+            if known is not None and frame not in resumed:
+                if code.co_flags & inspect.CO_GENERATOR:
+                    resumed.add(frame)  # a generator's next step is no new call
+                name, function = known
+                calls.append((name, function, dict(frame.f_locals)))
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def _template_of(
+    loader: ptl_loader.Loader, frame: FrameType
+) -> tuple[str, Callable[..., Any]] | None:
+    """``("dir/file.ptl:function", function)`` if *frame* runs a template of *loader*
+    that its name can reach (as the loader decides), else None."""
+    module_name = frame.f_globals.get("__name__")
+    if not isinstance(module_name, str) or not module_name.startswith(loader.package + "."):
+        return None
+    module = sys.modules.get(module_name)
+    path = loader._describe_module(module_name)
+    if module is None or not path.endswith(".ptl"):
+        return None
+    code = frame.f_code
+    attrs = [code.co_name, *(a for a in module.__dict__ if a != code.co_name)]
+    for attr in attrs:
+        function = module.__dict__.get(attr)
+        if getattr(function, "__code__", None) is code:
+            if not loader._not_a_template(module, path, attr):
+                return f"{path}:{attr}", function
+            return None
+    return None
 
 
 def _first_template(candidates: Sequence[PTLTemplates], names: Sequence[str]) -> Template:
