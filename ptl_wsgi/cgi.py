@@ -74,14 +74,17 @@ def run_cgi(app_or_view: Any, *, debug: bool | None = None) -> None:
 def run_script(path: str) -> dict[str, Any]:
     """Execute the PTL file *path* as ``__main__``, as ``python -m ptl_wsgi.cgi`` does.
 
-    The code comes from the bytecode cache that imports use (``__pycache__``
-    beside the script, written when the directory is writable), so a request
-    to an unchanged script does not compile it again.
+    The code comes from the script's bytecode cache when ``ptl-wsgi compile``
+    wrote one that matches the source (no compiling per request), else it is
+    compiled in memory.
     """
     from ptl_wsgi.importer import code_for_path
 
     path = os.path.abspath(path)
-    code = code_for_path(path)
+    # Read, never written here: like Python, which caches no script it runs,
+    # since a __pycache__ beside a CGI script may be served as static files
+    # and give the script's code away.  Writing one is the deployer's choice.
+    code = code_for_path(path, write=False)
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path}
     # Like `python script.py`: the script's folder comes first on the import path.
     sys.path.insert(0, os.path.dirname(path))

@@ -124,9 +124,15 @@ class PtlLoader(importlib.machinery.SourceFileLoader):
 
 
 def _cached_code(
-    source_path: str, source: bytes, compile_source: Callable[[bytes, str], CodeType]
+    source_path: str,
+    source: bytes,
+    compile_source: Callable[[bytes, str], CodeType],
+    write: bool = True,
 ) -> CodeType:
-    """The code of *source*, read from *source_path*: cached if it matches, else compiled."""
+    """The code of *source*, read from *source_path*: cached if it matches, else compiled.
+
+    A compiled result is written to the cache if *write* and not ``sys.dont_write_bytecode``.
+    """
     # The source is read either way: its hash, not its mtime, says if the cache is fresh.
     cache = cache_path(source_path)
     if cache is not None:
@@ -134,7 +140,7 @@ def _cached_code(
         if code is not None:
             return _relocate(code, source_path)
     code = compile_source(source, source_path)
-    if cache is not None and not sys.dont_write_bytecode:
+    if cache is not None and write and not sys.dont_write_bytecode:
         try:
             _write_cache(cache, source, os.stat(source_path).st_mode, code)
         except OSError:
@@ -149,15 +155,16 @@ def _compile(source: bytes | str, path: str) -> CodeType:
     return compile_ptl(source, path)
 
 
-def code_for_path(path: str | os.PathLike[str]) -> CodeType:
+def code_for_path(path: str | os.PathLike[str], *, write: bool = True) -> CodeType:
     """The code of the PTL file at *path*, through the bytecode cache that imports use.
 
+    With *write* false the cache is only read (as :func:`precompile` wrote it).
     Raises OSError if the file cannot be read, SyntaxError for invalid PTL.
     """
     source_path = os.path.abspath(path)
     with open(source_path, "rb") as f:
         source = f.read()
-    return _cached_code(source_path, source, _compile)
+    return _cached_code(source_path, source, _compile, write)
 
 
 def _spec(fullname: str, path: str) -> importlib.machinery.ModuleSpec:
