@@ -56,6 +56,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Start-up"
 CGI_SCRIPT = ROOT / "example_sites" / "cgi" / "hello.cgi"
+#: Where the timed processes import ptl_wsgi from (``--ptl-wsgi``: another checkout).
+PTL_WSGI_ROOT = ROOT
 BIN = str(Path(sys.executable).parent)
 
 #: Modules whose presence after the render is reported (imported, so paid for).
@@ -108,13 +110,16 @@ class Candidate:
     expect: str
     # The same work in a ``python -c``, printing the HEAVY modules loaded to stderr.
     modules_command: list[str]
+    # A scratch directory, not the caller's: ``python -c`` puts the working
+    # directory first on sys.path, and a checkout there would shadow PYTHONPATH.
+    cwd: Path
     baseline: str = PASS  # the candidate whose time this one's is compared with
 
 
 def base_env() -> dict[str, str]:
     """This environment, writing bytecode caches, with this checkout's ptl_wsgi first."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(PTL_WSGI_ROOT)
     return env
 
 
@@ -122,7 +127,7 @@ def cgi_env() -> dict[str, str]:
     """A CGI/1.1 environment as a web server builds it (see tests/test_cgi.py)."""
     env = {
         "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(PTL_WSGI_ROOT),
         "GATEWAY_INTERFACE": "CGI/1.1",
         "SERVER_SOFTWARE": "benchmarks/startup.py",
         "SERVER_NAME": "127.0.0.1",
@@ -158,7 +163,7 @@ def candidates(tmp: Path) -> list[Candidate]:
         expect = "" if name == PASS else EXPECTED
         command = [sys.executable, "-c", code]
         modules = [sys.executable, "-c", code + modules_epilogue()]
-        result.append(Candidate(name, command, base_env(), expect, modules))
+        result.append(Candidate(name, command, base_env(), expect, modules, tmp))
 
     bare = tmp / "bare-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
@@ -168,7 +173,7 @@ def candidates(tmp: Path) -> list[Candidate]:
         expect = "" if name == BARE_PASS else EXPECTED
         command = [bare_python, "-c", code]
         modules = [bare_python, "-c", code + modules_epilogue()]
-        result.append(Candidate(name, command, base_env(), expect, modules, BARE_PASS))
+        result.append(Candidate(name, command, base_env(), expect, modules, tmp, BARE_PASS))
 
     # Two copies of the script: one precompiled, one not (python -m ptl_wsgi.cgi
     # reads a script's cache but never writes it).
@@ -180,14 +185,14 @@ def candidates(tmp: Path) -> list[Candidate]:
         script.chmod(0o755)
         if precompiled:
             compile_command = [sys.executable, "-m", "ptl_wsgi", "compile", "-q", str(script)]
-            subprocess.run(compile_command, env=base_env(), check=True)
+            subprocess.run(compile_command, env=base_env(), cwd=tmp, check=True)
         env = cgi_env()
         # What the #! line runs (python -m ptl_wsgi.cgi SCRIPT), then the module check.
         check = (
             "import sys\nfrom ptl_wsgi.cgi import main\nmain([sys.argv[1]])" + modules_epilogue()
         )
         modules = [sys.executable, "-c", check, str(script)]
-        result.append(Candidate(name, [str(script)], env, "Hello, &lt;x&gt;!", modules))
+        result.append(Candidate(name, [str(script)], env, "Hello, &lt;x&gt;!", modules, tmp))
     return result
 
 
@@ -195,7 +200,12 @@ def run_once(candidate: Candidate) -> tuple[float, str]:
     """Seconds the process took, and its output (checked against what it must print)."""
     started = time.perf_counter()
     result = subprocess.run(
-        candidate.command, env=candidate.env, capture_output=True, text=True, timeout=120
+        candidate.command,
+        env=candidate.env,
+        cwd=candidate.cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     elapsed = time.perf_counter() - started
     if result.returncode != 0 or candidate.expect not in result.stdout:
@@ -206,7 +216,12 @@ def run_once(candidate: Candidate) -> tuple[float, str]:
 def heavy_modules(candidate: Candidate) -> str:
     """The HEAVY modules loaded once the work is done (one extra, untimed run)."""
     result = subprocess.run(
-        candidate.modules_command, env=candidate.env, capture_output=True, text=True, timeout=120
+        candidate.modules_command,
+        env=candidate.env,
+        cwd=candidate.cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     lines = result.stderr.strip().splitlines()
     return lines[-1] if result.returncode == 0 and lines else "?"
@@ -233,7 +248,7 @@ def measure(runs: int) -> tuple[dict[str, float], dict[str, str], dict[str, str]
 def versions() -> str:
     from importlib.metadata import version
 
-    sys.path.insert(0, str(ROOT))  # this checkout's ptl_wsgi, as the timed processes use
+    sys.path.insert(0, str(PTL_WSGI_ROOT))  # the ptl_wsgi that the timed processes use
     import ptl_wsgi
 
     parts = [
@@ -282,7 +297,18 @@ def main() -> int:
         "--target", type=float, default=8.0, help="ms over `python -c pass` allowed (default 8)"
     )
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--ptl-wsgi",
+        type=Path,
+        metavar="DIR",
+        help="time the ptl_wsgi of another checkout (C extension built there) instead of this one",
+    )
     args = parser.parse_args()
+    if args.ptl_wsgi is not None:
+        if args.write:
+            parser.error("--write records this checkout only")
+        global PTL_WSGI_ROOT
+        PTL_WSGI_ROOT = args.ptl_wsgi.resolve()
 
     medians, heavy, baselines = measure(args.runs)
     over = {
