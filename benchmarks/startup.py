@@ -349,8 +349,8 @@ def main() -> int:
             "",
             f"- {versions()}.",
             f"- {summary}",
-            f"- Heavy modules: which of {', '.join(HEAVY)} are in `sys.modules` after the",
-            "  render (one more run of the same code).",
+            f"- Heavy modules loaded: which of {', '.join(HEAVY)}",
+            "  are in `sys.modules` after the render (one more run of the same code).",
         ]
         write_results(section)
     return 0 if met else 1
