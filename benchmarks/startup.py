@@ -117,7 +117,7 @@ class Candidate:
 
 
 def base_env() -> dict[str, str]:
-    """This environment, writing bytecode caches, with this checkout's ptl_wsgi first."""
+    """This environment, writing bytecode caches, with the ptl_wsgi under test first."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(PTL_WSGI_ROOT)
     return env
@@ -125,7 +125,7 @@ def base_env() -> dict[str, str]:
 
 def cgi_env() -> dict[str, str]:
     """A CGI/1.1 environment as a web server builds it (see tests/test_cgi.py)."""
-    env = {
+    return {
         "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
         "PYTHONPATH": str(PTL_WSGI_ROOT),
         "GATEWAY_INTERFACE": "CGI/1.1",
@@ -139,7 +139,6 @@ def cgi_env() -> dict[str, str]:
         "PATH_INFO": "",
         "QUERY_STRING": "name=%3Cx%3E",
     }
-    return env
 
 
 def modules_epilogue() -> str:
