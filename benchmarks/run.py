@@ -12,7 +12,10 @@ It runs, one after the other and with this interpreter:
   and Quixote;
 * ``benchmarks/templates.py --startup``: template rendering against Jinja2,
   Mako, Django, Chameleon, Quixote PTL and hand-written Python, and a fresh
-  process's first render.
+  process's first render;
+* ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
+  a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
+  one-file CGI example per request (fails above 8 ms over ``python -c pass``).
 
 The WSGI serving figures in ``benchmarks/RESULTS.md`` are not produced here:
 they come from ``benchmarks/load_wsgi.py`` (servers and a load client fighting
@@ -49,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     failures += run("Escaping", ["benchmarks/escape.py", *quick]) != 0
     failures += run("Templates", ["benchmarks/templates.py", "--startup", *quick]) != 0
+    runs = ["--runs", "10"] if args.quick else []
+    failures += run("Start-up", ["benchmarks/startup.py", *runs]) != 0
     print(
         "\n== WSGI serving\n\n"
         "Not run here. The figures in benchmarks/RESULTS.md (section 'WSGI serving') come from\n"

@@ -19,11 +19,8 @@ library's :class:`wsgiref.handlers.CGIHandler`).
 
 from __future__ import annotations
 
-import inspect
 import os
-import subprocess
 import sys
-import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +49,10 @@ def as_wsgi_app(app_or_view: Any, *, debug: bool | None = None) -> WSGIApplicati
 
 
 def _required_positional(func: Callable[..., Any]) -> int | None:
+    # Imported where used, like subprocess and traceback below: a CGI process
+    # starts for every request, and only what serving it needs should load.
+    import inspect
+
     try:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
@@ -71,13 +72,19 @@ def run_cgi(app_or_view: Any, *, debug: bool | None = None) -> None:
 
 
 def run_script(path: str) -> dict[str, Any]:
-    """Execute the PTL file *path* as ``__main__``, as ``python -m ptl_wsgi.cgi`` does."""
-    from ptl_wsgi.compiler import compile_ptl
+    """Execute the PTL file *path* as ``__main__``, as ``python -m ptl_wsgi.cgi`` does.
+
+    The code comes from the script's bytecode cache when ``ptl-wsgi compile``
+    wrote one that matches the source (no compiling per request), else it is
+    compiled in memory.
+    """
+    from ptl_wsgi.importer import code_for_path
 
     path = os.path.abspath(path)
-    with open(path, encoding="utf-8") as f:
-        source = f.read()
-    code = compile_ptl(source, path)
+    # Read, never written here: like Python, which caches no script it runs,
+    # since a __pycache__ beside a CGI script may be served as static files
+    # and give the script's code away.  Writing one is the deployer's choice.
+    code = code_for_path(path, write=False)
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path}
     # Like `python script.py`: the script's folder comes first on the import path.
     sys.path.insert(0, os.path.dirname(path))
@@ -135,6 +142,8 @@ class CGIGateway:
         except ValueError:
             length = 0
         body = environ["wsgi.input"].read(length) if length > 0 else b""
+        import subprocess
+
         try:
             result = subprocess.run(
                 self.command,
@@ -196,6 +205,8 @@ def _parse_cgi_output(output: bytes) -> tuple[str, list[tuple[str, str]], bytes]
 
 
 def _fail(message: str) -> int:
+    import traceback
+
     # Still a valid CGI response, so the server shows a 500 rather than a gateway error.
     traceback.print_exc(file=sys.stderr)
     out = sys.stdout.buffer

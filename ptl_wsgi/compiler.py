@@ -14,10 +14,12 @@ Compilation has two steps:
    string literals become ``htmltext`` built once at import.
 
 The generated code uses only the names imported at the top of every compiled
-module (four from ``ptl_wsgi.html``, so cached bytecode works with either
-htmltext twin, and the two template markers from here).  Every template gets
-``__ptl_template__`` (``"html"`` or ``"plain"``), set by an innermost
-decorator; that is how the loader tells templates from other callables.
+module: four from ``ptl_wsgi.html``, so cached bytecode works with either
+htmltext twin, and the two template markers from ``ptl_wsgi._runtime``, so
+running cached bytecode never imports this module, ``ast`` or ``tokenize``.
+Every template gets ``__ptl_template__`` (``"html"`` or ``"plain"``), set by
+an innermost decorator; that is how the loader tells templates from other
+callables.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from importlib.util import decode_source
 from types import CodeType
 from typing import Any, TypeVar
 
+# Re-exported: they live in the light runtime module that generated code imports.
+from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
+
 __all__ = [
     "COMPILER_VERSION",
     "RESERVED_PREFIX",
@@ -43,9 +48,6 @@ __all__ = [
     "mark_plain_template",
     "parse_ptl",
 ]
-
-#: Part of every bytecode cache file name: bump it whenever generated code changes.
-COMPILER_VERSION = "2"
 
 #: Every name the compiler generates starts with this; user code may not use it.
 RESERVED_PREFIX = "_ptl_"
@@ -674,7 +676,6 @@ _limit_lock = threading.Lock()
 _limit_users = 0
 _limit_before = 0
 _T = TypeVar("_T")
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
@@ -763,20 +764,8 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         level=0,
     )
     markers = ast.ImportFrom(
-        module="ptl_wsgi.compiler",
+        module="ptl_wsgi._runtime",
         names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
         level=0,
     )
     body[index:index] = [_located(runtime, ref), _located(markers, ref), *literals]
-
-
-def mark_html_template(function: _F) -> _F:
-    """Mark *function* as an ``[html]`` template (the compiler applies this to every one)."""
-    function.__ptl_template__ = "html"  # type: ignore[attr-defined]
-    return function
-
-
-def mark_plain_template(function: _F) -> _F:
-    """Mark *function* as a ``[plain]`` template (the compiler applies this to every one)."""
-    function.__ptl_template__ = "plain"  # type: ignore[attr-defined]
-    return function

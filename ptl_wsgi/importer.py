@@ -25,15 +25,16 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import CodeType, ModuleType
 
-from ptl_wsgi import compiler
+from ptl_wsgi import _runtime
 
 __all__ = [
     "PtlFinder",
     "PtlLoader",
     "cache_path",
+    "code_for_path",
     "install",
     "load_module_from_path",
     "precompile",
@@ -50,7 +51,7 @@ def _cache_tag() -> str:
 
     # A version string may hold characters that do not belong in a file name.
     version = "".join(c if c.isalnum() or c in "._+" else "_" for c in __version__)
-    return f"{sys.implementation.cache_tag}-ptl_wsgi-{version}-{compiler.COMPILER_VERSION}"
+    return f"{sys.implementation.cache_tag}-ptl_wsgi-{version}-{_runtime.COMPILER_VERSION}"
 
 
 def cache_path(source_path: str) -> str | None:
@@ -114,25 +115,56 @@ class PtlLoader(importlib.machinery.SourceFileLoader):
 
     def source_to_code(self, data: bytes | str, path: str, *, _optimize: int = -1) -> CodeType:
         """Compile PTL source *data* (bytes or str) read from *path*."""
-        return compiler.compile_ptl(data, path)
+        return _compile(data, path)
 
     def get_code(self, fullname: str) -> CodeType:
         """The module's code, from the cache when it matches the source, else compiled."""
         source_path = self.get_filename(fullname)
-        # The source is read either way: its hash, not its mtime, says if the cache is fresh.
-        source = self.get_data(source_path)
-        cache = cache_path(source_path)
-        if cache is not None:
-            code = _read_cache(cache, source)
-            if code is not None:
-                return _relocate(code, source_path)
-        code = self.source_to_code(source, source_path)
-        if cache is not None and not sys.dont_write_bytecode:
-            try:
-                _write_cache(cache, source, os.stat(source_path).st_mode, code)
-            except OSError:
-                pass  # a read-only tree: compile in memory on every import
-        return code
+        return _cached_code(source_path, self.get_data(source_path), self.source_to_code)
+
+
+def _cached_code(
+    source_path: str,
+    source: bytes,
+    compile_source: Callable[[bytes, str], CodeType],
+    write: bool = True,
+) -> CodeType:
+    """The code of *source*, read from *source_path*: cached if it matches, else compiled.
+
+    A compiled result is written to the cache if *write* and not ``sys.dont_write_bytecode``.
+    """
+    # The source is read either way: its hash, not its mtime, says if the cache is fresh.
+    cache = cache_path(source_path)
+    if cache is not None:
+        code = _read_cache(cache, source)
+        if code is not None:
+            return _relocate(code, source_path)
+    code = compile_source(source, source_path)
+    if cache is not None and write and not sys.dont_write_bytecode:
+        try:
+            _write_cache(cache, source, os.stat(source_path).st_mode, code)
+        except OSError:
+            pass  # a read-only tree: compile in memory on every import
+    return code
+
+
+def _compile(source: bytes | str, path: str) -> CodeType:
+    # Imported here: modules loaded from the cache never need the compiler (or ast).
+    from ptl_wsgi.compiler import compile_ptl
+
+    return compile_ptl(source, path)
+
+
+def code_for_path(path: str | os.PathLike[str], *, write: bool = True) -> CodeType:
+    """The code of the PTL file at *path*, through the bytecode cache that imports use.
+
+    With *write* false the cache is only read (as :func:`precompile` wrote it).
+    Raises OSError if the file cannot be read, SyntaxError for invalid PTL.
+    """
+    source_path = os.path.abspath(path)
+    with open(source_path, "rb") as f:
+        source = f.read()
+    return _cached_code(source_path, source, _compile, write)
 
 
 def _spec(fullname: str, path: str) -> importlib.machinery.ModuleSpec:
@@ -243,7 +275,7 @@ def precompile(source_path: str | os.PathLike[str]) -> str:
     with open(source_path, "rb") as f:
         source = f.read()
         mode = os.fstat(f.fileno()).st_mode
-    code = compiler.compile_ptl(source, source_path)
+    code = _compile(source, source_path)
     # An explicit request: written even when sys.dont_write_bytecode is set, like compileall.
     _write_cache(cache, source, mode, code)
     return cache

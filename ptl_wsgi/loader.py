@@ -23,16 +23,20 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
-import inspect
 import itertools
 import os
 import sys
-import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+
+# threading.RLock is this very type; importing threading (or inspect, pathlib,
+# typing) would add milliseconds to the start-up of every one-shot (CGI) process.
+from _thread import RLock
 from contextvars import ContextVar
-from pathlib import Path
-from types import GeneratorType, MappingProxyType, ModuleType
-from typing import Any
+from types import FunctionType, GeneratorType, MappingProxyType, ModuleType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterable, Mapping
+    from typing import Any
 
 __all__ = [
     "DEFAULT_FUNCTION",
@@ -110,18 +114,7 @@ class Template:
         self.name = name
         self.filename = filename
         self.function = function
-        accepted: set[str] | None = set()
-        required: list[str] = []
-        for param in inspect.signature(function).parameters.values():
-            if param.kind is param.VAR_KEYWORD:
-                accepted = None
-            elif param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-                if accepted is not None:
-                    accepted.add(param.name)
-                if param.default is param.empty:
-                    required.append(param.name)
-        self._accepted = accepted
-        self._required = tuple(required)
+        self._accepted, self._required = _keyword_parameters(function)
 
     def render(self, context: Mapping[str, Any] | None = None) -> Any:
         """Call the template with the parts of *context* it takes.
@@ -157,7 +150,7 @@ class Template:
         return f"<Template {self.name!r} from {self.filename}>"
 
 
-class _InRenderContext(Iterator[Any]):
+class _InRenderContext:
     """A generator template's output, each step run with its render context current.
 
     A stream is iterated after :meth:`Template.render` returned (by a server,
@@ -199,12 +192,12 @@ class Loader:
     """
 
     def __init__(self, search_path: Iterable[str | os.PathLike[str]], auto_reload: bool = False):
-        self.search_path = [str(Path(p).resolve()) for p in search_path]
+        self.search_path = [os.path.realpath(os.fspath(p)) for p in search_path]
         self.auto_reload = auto_reload
         self.package = f"_ptl_templates_{next(_counter)}"
         self._templates: dict[str, Template] = {}
         self._mtimes: dict[str, tuple[int, int] | None] = {}
-        self._lock = threading.RLock()
+        self._lock = RLock()
         self._install_package()
 
     def _install_package(self) -> None:
@@ -320,11 +313,14 @@ class Loader:
             return f"{attr!r} in {path} is a {type(value).__name__}, not a template"
         if isinstance(origin, str) and origin != module.__name__:
             return f"{attr!r} in {path} is imported from {self._describe_module(origin)}"
+        if getattr(value, "__ptl_template__", None) in ("html", "plain"):
+            return ""
+        # Imported only here, off the path of marked templates: inspect imports ast.
+        import inspect
+
         # A generator defined here is a streamed template (see docs/flask.md): it
         # cannot be an [html] template, and nobody writes one by accident.
-        if getattr(
-            value, "__ptl_template__", None
-        ) not in ("html", "plain") and not inspect.isgeneratorfunction(value):
+        if not inspect.isgeneratorfunction(value):
             if inspect.isfunction(value):
                 return (
                     f"{attr!r} in {path} is an ordinary function: "
@@ -407,6 +403,49 @@ class Loader:
         self._templates.clear()
         self._mtimes.clear()
         importlib.invalidate_caches()
+
+
+# inspect.CO_VARKEYWORDS, a constant of CPython's code objects.
+_CO_VARKEYWORDS = 0x08
+
+
+def _keyword_parameters(function: Callable[..., Any]) -> tuple[set[str] | None, tuple[str, ...]]:
+    """The names *function* takes by keyword (None: any, it has ``**kwargs``) and those required.
+
+    Read from the code object for a plain function, as ``inspect.signature``
+    would report them; anything else (wrapped, a ``__signature__``, a callable
+    object) goes through ``inspect``, imported only then because it imports ast.
+    """
+    if (
+        type(function) is FunctionType
+        and not hasattr(function, "__wrapped__")
+        and not hasattr(function, "__signature__")
+    ):
+        code = function.__code__
+        first, end = code.co_posonlyargcount, code.co_argcount
+        positional = code.co_varnames[first:end]
+        keyword_only = code.co_varnames[end : end + code.co_kwonlyargcount]
+        first_default = end - len(function.__defaults__ or ())
+        kw_defaults = function.__kwdefaults__ or {}
+        required = [name for i, name in enumerate(positional, first) if i < first_default]
+        required += [name for name in keyword_only if name not in kw_defaults]
+        if code.co_flags & _CO_VARKEYWORDS:
+            return None, tuple(required)
+        return {*positional, *keyword_only}, tuple(required)
+
+    import inspect
+
+    accepted: set[str] | None = set()
+    required = []
+    for param in inspect.signature(function).parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            accepted = None
+        elif param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            if accepted is not None:
+                accepted.add(param.name)
+            if param.default is param.empty:
+                required.append(param.name)
+    return accepted, tuple(required)
 
 
 def _module_part(part: str) -> str:

@@ -360,7 +360,7 @@ def test_generated_code_shape() -> None:
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field"
     )
     assert ast.unparse(body[3]) == (
-        "from ptl_wsgi.compiler import mark_html_template as _ptl_mark_html, "
+        "from ptl_wsgi._runtime import mark_html_template as _ptl_mark_html, "
         "mark_plain_template as _ptl_mark_plain"
     )
     assert ast.unparse(body[4]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"

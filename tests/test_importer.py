@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from ptl_helpers import import_sandbox, subprocess_env, write_files
 
-from ptl_wsgi import __version__, compiler
+from ptl_wsgi import __version__, _runtime, compiler
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.importer import (
     PtlFinder,
@@ -74,7 +74,7 @@ def test_import_sets_module_attributes(sandbox: Path) -> None:
     assert module.__spec__.origin == source
     assert module.__spec__.has_location
     assert isinstance(module.__loader__, PtlLoader)
-    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{__version__}-{compiler.COMPILER_VERSION}"
+    tag = f"{sys.implementation.cache_tag}-ptl_wsgi-{__version__}-{_runtime.COMPILER_VERSION}"
     expected_cache = sandbox / "__pycache__" / f"plainmod.{tag}.pyc"
     assert module.__cached__ == module.__spec__.cached == str(expected_cache)
     assert expected_cache.is_file()
@@ -195,7 +195,7 @@ def test_compiler_version_is_part_of_the_cache_name(
     path = sandbox / "versioned.ptl"
     path.write_text("VALUE = 1\n")
     old_cache = Path(importlib.import_module("versioned").__cached__)
-    monkeypatch.setattr(compiler, "COMPILER_VERSION", "999")
+    monkeypatch.setattr(_runtime, "COMPILER_VERSION", "999")
     del sys.modules["versioned"]
     module = importlib.import_module("versioned")
     new_cache = Path(module.__cached__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import textwrap
@@ -527,3 +528,47 @@ def test_template_marker(mixed: Path, make_loader: MakeLoader) -> None:
     module = make_loader(mixed).module("page.ptl")
     assert module.render.__ptl_template__ == "html"
     assert not hasattr(module.ordinary, "__ptl_template__")
+
+
+def _by_signature(function: Callable[..., object]) -> tuple[set[str] | None, tuple[str, ...]]:
+    """What inspect.signature says the function takes by keyword, and requires."""
+    import inspect
+
+    accepted: set[str] | None = set()
+    required = []
+    for param in inspect.signature(function).parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            accepted = None
+        elif param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            if accepted is not None:
+                accepted.add(param.name)
+            if param.default is param.empty:
+                required.append(param.name)
+    return accepted, tuple(required)
+
+
+def _wrapped(a: int, b: int = 1) -> None:
+    pass
+
+
+@functools.wraps(_wrapped)
+def _wrapper(*args: object, **kwargs: object) -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lambda: None,
+        lambda a, b, c=1: None,
+        lambda a, /, b, *, c, d=2: None,
+        lambda a=1, /, b=2, *args, c, **kw: None,
+        lambda *args, **kwargs: None,
+        lambda a, b=1, *, c=1, d: None,
+        _wrapper,
+        functools.partial(lambda a, b, *, c: None, 1, c=3),
+    ],
+)
+def test_parameters_read_from_code_agree_with_inspect(function: Callable[..., object]) -> None:
+    # Read from the code object so that rendering never imports inspect (and ast).
+    assert loader_module._keyword_parameters(function) == _by_signature(function)

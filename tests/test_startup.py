@@ -1,0 +1,180 @@
+"""Start-up cost: templates in the bytecode cache render without the compiler.
+
+Each check runs in a fresh interpreter (``sys.modules`` of this one is full of
+everything), with ``PYTHONDONTWRITEBYTECODE`` removed so the first run writes
+the cache the next one reads.  No timings here: ``benchmarks/startup.py``
+measures; these tests say what gets imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Modules a render from the cache must not import: the compiler's dependencies
+#: (inspect and dis import ast and tokenize) and the web frameworks.
+HEAVY = (
+    "ptl_wsgi.compiler",
+    "ast",
+    "tokenize",
+    "inspect",
+    "dis",
+    "werkzeug",
+    "flask",
+    "django",
+    "jinja2",
+)
+
+LAYOUT = """\
+def page [html] (title, body):
+    "<title>%s</title>" % title
+    body
+"""
+
+PAGE = """\
+from .layout import page
+
+def render [html] (title, items):
+    page(title, listing(items))
+
+def listing [html] (items):
+    for item in items:
+        "<li>%s</li>" % item
+"""
+
+MODULE = """\
+def greet [plain] (name):
+    "Hello, %s" % name
+"""
+
+# Imports ptl_wsgi, installs the hook, imports a .ptl module, renders through a
+# Loader and prints what it got and which HEAVY modules are loaded.
+CHILD = """\
+import json, sys
+import ptl_wsgi
+from ptl_wsgi.loader import Loader
+
+ptl_wsgi.install()
+import greeting
+
+html = Loader([sys.argv[1]]).render("page.ptl", {"title": "<T>", "items": ["a&b"]})
+heavy = [name for name in json.loads(sys.argv[2]) if name in sys.modules]
+print(json.dumps({"html": str(html), "plain": greeting.greet("<Al>"), "heavy": heavy}))
+"""
+
+
+def run_child(code: str, *args: str, cwd: Path) -> str:
+    """Run *code* in a fresh interpreter that may write bytecode caches; return stdout."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(cwd)])
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """A template folder and an importable .ptl module, not compiled yet."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "layout.ptl").write_text(LAYOUT)
+    (templates / "page.ptl").write_text(PAGE)
+    (tmp_path / "greeting.ptl").write_text(MODULE)
+    return tmp_path
+
+
+def render_in_child(site: Path) -> dict[str, object]:
+    out = run_child(CHILD, str(site / "templates"), json.dumps(HEAVY), cwd=site)
+    return json.loads(out)
+
+
+EXPECTED_HTML = "<title>&lt;T&gt;</title><li>a&amp;b</li>"
+
+
+def test_cached_templates_render_without_the_compiler(site: Path) -> None:
+    first = render_in_child(site)  # compiles, and writes the cache
+    assert (first["html"], first["plain"]) == (EXPECTED_HTML, "Hello, <Al>")
+    assert {"ptl_wsgi.compiler", "ast", "tokenize"} <= set(first["heavy"])
+    assert len(list(site.glob("__pycache__/greeting.*-ptl_wsgi-*.pyc"))) == 1
+    assert len(list(site.glob("templates/__pycache__/*-ptl_wsgi-*.pyc"))) == 2
+
+    second = render_in_child(site)
+    assert (second["html"], second["plain"]) == (EXPECTED_HTML, "Hello, <Al>")
+    assert second["heavy"] == []
+
+
+def test_a_stale_cache_loads_the_compiler(site: Path) -> None:
+    render_in_child(site)
+    (site / "templates" / "layout.ptl").write_text(LAYOUT.replace("title>", "h1>"))
+    result = render_in_child(site)
+    assert result["html"] == "<h1>&lt;T&gt;</h1><li>a&amp;b</li>"
+    assert {"ptl_wsgi.compiler", "ast", "tokenize"} <= set(result["heavy"])
+
+
+def test_importing_ptl_wsgi_imports_no_compiler_and_compiles_on_demand(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """\
+        import json, sys
+        import ptl_wsgi
+        before = [name for name in json.loads(sys.argv[1]) if name in sys.modules]
+        code = ptl_wsgi.compile_ptl("def f [html] ():\\n    '<b>'\\n")
+        namespace = {}
+        exec(code, namespace)
+        from ptl_wsgi import parse_ptl
+        print(json.dumps([before, str(namespace["f"]()), "ast" in sys.modules]))
+        """
+    )
+    before, output, ast_loaded = json.loads(run_child(code, json.dumps(HEAVY), cwd=tmp_path))
+    assert before == [] and output == "<b>" and ast_loaded
+
+
+def test_cgi_script_runs_from_its_precompiled_cache(tmp_path: Path) -> None:
+    script = tmp_path / "hello.cgi"
+    script.write_bytes((ROOT / "example_sites" / "cgi" / "hello.cgi").read_bytes())
+    # The request itself needs werkzeug (and through it ast); the compiler it need not.
+    code = textwrap.dedent(
+        """\
+        import os, sys
+        os.environ.update(GATEWAY_INTERFACE="CGI/1.1", REQUEST_METHOD="GET",
+                          SERVER_NAME="localhost", SERVER_PORT="80",
+                          SERVER_PROTOCOL="HTTP/1.1", SCRIPT_NAME="/hello.cgi",
+                          QUERY_STRING="name=%3CBob%3E")
+        from ptl_wsgi.cgi import main
+        status = main([sys.argv[1]])
+        print("compiler" if "ptl_wsgi.compiler" in sys.modules else "cached", file=sys.stderr)
+        sys.exit(status)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def request() -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(script)], env=env, capture_output=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        assert b"Hello, &lt;Bob&gt;!" in result.stdout
+        return result.stderr.decode().split()[-1]
+
+    assert request() == "compiler"
+    # Running the script writes no cache: it may sit in a folder the server also serves.
+    assert not (tmp_path / "__pycache__").exists()
+    command = [sys.executable, "-m", "ptl_wsgi", "compile", "-q", str(script)]
+    subprocess.run(command, env=env, check=True, timeout=60)
+    assert len(list(tmp_path.glob("__pycache__/hello.cgi.*-ptl_wsgi-*.pyc"))) == 1
+    assert request() == "cached"
