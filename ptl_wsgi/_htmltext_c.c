@@ -40,8 +40,9 @@ static PyTypeObject *text_type;
 static PyObject *empty_str;
 static PyObject *str_html;         /* "__html__" */
 static PyObject *str_html_format;  /* "__html_format__" */
-static PyObject *str_getitem;      /* "__getitem__" */
+static PyObject *str_append;       /* "append" */
 static PyObject *str_new;          /* str.__new__ */
+static PyObject *str_dunder_new;   /* "__new__" */
 static PyObject *str_format;       /* str.format */
 static PyObject *str_format_map;   /* str.format_map */
 static PyObject *format_cache;     /* dict: format string -> ParsedFormat */
@@ -901,35 +902,30 @@ field_markup(PyObject *value, PyObject *spec)
 static PyObject *
 format_field_impl(PyObject *value, PyObject *conversion, PyObject *spec)
 {
-    PyObject *converted = NULL;
-
-    if (PyLong_Check(conversion)) {
-        int overflow;
-        long code = PyLong_AsLongAndOverflow(conversion, &overflow);
-        if (code == -1 && PyErr_Occurred()) {
+    /* Exactly int: an int subclass could compare equal to a code it is not. */
+    if (!PyLong_CheckExact(conversion)) {
+        PyErr_Format(PyExc_TypeError, "format_field() conversion must be int, not %.200s",
+                     Py_TYPE(conversion)->tp_name);
+        return NULL;
+    }
+    int overflow;
+    long code = PyLong_AsLongAndOverflow(conversion, &overflow);
+    if (!overflow && code == -1) {
+        return field_markup(value, spec);
+    }
+    if (!overflow && (code == 's' || code == 'r' || code == 'a')) {
+        PyObject *converted = code == 's' ? PyObject_Str(value)
+                              : code == 'r' ? PyObject_Repr(value)
+                              : PyObject_ASCII(value);
+        if (converted == NULL) {
             return NULL;
         }
-        if (!overflow && code == -1) {
-            return field_markup(value, spec);
-        }
-        if (!overflow && (code == 's' || code == 'r' || code == 'a')) {
-            converted = code == 's' ? PyObject_Str(value)
-                        : code == 'r' ? PyObject_Repr(value)
-                        : PyObject_ASCII(value);
-            if (converted == NULL) {
-                return NULL;
-            }
-            PyObject *result = format_with(converted, spec);
-            Py_DECREF(converted);
-            return escape_steal(result);
-        }
+        PyObject *result = format_with(converted, spec);
+        Py_DECREF(converted);
+        return escape_steal(result);
     }
-    /* The Python twin looks the code up in a dict of converters. */
-    PyObject *key = PyTuple_Pack(1, conversion);
-    if (key != NULL) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        Py_DECREF(key);
-    }
+    PyErr_Format(PyExc_ValueError, "format_field() got an unknown conversion code %R",
+                 conversion);
     return NULL;
 }
 
@@ -1294,16 +1290,9 @@ format_mod_general(ParsedFormat *pf, PyObject *arg, PyObject *args, int is_tuple
     Pieces pieces;
     Py_ssize_t index = 0;
 
-    if (!is_tuple && !PyUnicode_Check(arg)) {
-        PyObject *getitem;
-        int found = lookup_attr((PyObject *)Py_TYPE(arg), str_getitem, &getitem);
-        if (found < 0) {
-            return NULL;
-        }
-        Py_XDECREF(getitem);
-        if (found) {
-            mapping = arg;
-        }
+    /* The test str itself makes. */
+    if (!is_tuple && !PyUnicode_Check(arg) && PyMapping_Check(arg)) {
+        mapping = arg;
     }
     pieces_init(&pieces);
     for (Py_ssize_t i = 0; i < pf->nitems; i++) {
@@ -1530,8 +1519,8 @@ text_of(PyObject *self)
 
 /* HtmlTextBase.__new__(cls, value="").
  *
- * This is a static method in the type's dict while tp_new stays str's: a
- * Python subclass then gets a tp_new that calls this method, and
+ * This is a static method in the type's dict, and the type's tp_new calls
+ * it the way a Python class's does (see use_python_new()), so that
  * str.__new__(htmltext, s) (which ptl_wsgi.html uses) still passes str's
  * "is it safe" check, which it would not if tp_new were a C function of ours.
  */
@@ -1761,7 +1750,7 @@ static PyTypeObject HtmlTextBase_Type = {
 typedef struct {
     PyObject_HEAD
     PyObject *html;   /* any object, like the Python twin's slot */
-    PyObject *parts;  /* list of str, or NULL until __init__ */
+    PyObject *parts;  /* _parts: a list of str, or NULL until __init__ */
 } TemplateIO;
 
 /* The AttributeError of an unset slot in the Python twin. */
@@ -1801,12 +1790,28 @@ templateio_add(TemplateIO *self, PyObject *value)
     if (self->parts == NULL) {
         return missing_attr((PyObject *)self, "_parts");
     }
-    /* The list is fetched before the value is converted, as in Python. */
+    /* self._parts.append is fetched before the value is converted, as in
+       Python; _parts is public state in both twins, so it may be replaced
+       by anything with an append method. */
     PyObject *parts = Py_NewRef(self->parts);
+    PyObject *append = NULL;
+    if (!PyList_CheckExact(parts) && (append = PyObject_GetAttr(parts, str_append)) == NULL) {
+        Py_DECREF(parts);
+        return -1;
+    }
     int html = templateio_is_html(self);
     PyObject *text = html < 0 ? NULL : html ? markup_text(value) : plain_text(value);
-    int status = text == NULL ? -1 : PyList_Append(parts, text);
+    int status = -1;
+    if (text != NULL && append == NULL) {
+        status = PyList_Append(parts, text);
+    }
+    else if (text != NULL) {
+        PyObject *result = PyObject_CallOneArg(append, text);
+        status = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
+    }
     Py_XDECREF(text);
+    Py_XDECREF(append);
     Py_DECREF(parts);
     return status;
 }
@@ -1949,6 +1954,8 @@ static PyMethodDef templateio_methods[] = {
 static PyMemberDef templateio_members[] = {
     {"html", Py_T_OBJECT_EX, offsetof(TemplateIO, html), 0,
      PyDoc_STR("Whether added values are escaped.")},
+    {"_parts", Py_T_OBJECT_EX, offsetof(TemplateIO, parts), 0,
+     PyDoc_STR("The text added so far, a list of str.")},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -2177,6 +2184,36 @@ static struct PyModuleDef htmltext_module = {
     .m_methods = module_methods,
 };
 
+/* Makes calling `type` run the __new__ in its dict, as for a Python class
+ * with a __new__, so that HtmlTextBase(x) is text_new() like htmltext(x).
+ *
+ * A C tp_new of our own would do that too, but str.__new__(cls, s) refuses
+ * a cls with a C tp_new other than str's between it and str ("not safe"),
+ * and ptl_wsgi.html and the Python twin's users build results that way.
+ * That check steps over Python classes, recognised by their tp_new, which
+ * calls the type's __new__: borrow that tp_new from a throwaway class.
+ */
+static int
+use_python_new(PyTypeObject *type)
+{
+    PyObject *new_method = PyDict_GetItemWithError(type->tp_dict, str_dunder_new);
+    if (new_method == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_SystemError, "HtmlTextBase has no __new__");
+        }
+        return -1;
+    }
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){sO}", "probe",
+                                            (PyObject *)&PyUnicode_Type, "__new__", new_method);
+    if (probe == NULL) {
+        return -1;
+    }
+    type->tp_new = ((PyTypeObject *)probe)->tp_new;
+    Py_DECREF(probe);
+    PyType_Modified(type);
+    return 0;
+}
+
 static int
 init_statics(void)
 {
@@ -2184,8 +2221,12 @@ init_statics(void)
         return 0;
     }
     HtmlTextBase_Type.tp_base = &PyUnicode_Type;
+    if ((str_dunder_new = PyUnicode_InternFromString("__new__")) == NULL) {
+        return -1;
+    }
     if (PyType_Ready(&HtmlTextBase_Type) < 0 || PyType_Ready(&TemplateIO_Type) < 0 ||
-        PyType_Ready(&FieldProxy_Type) < 0 || PyType_Ready(&ParsedFormat_Type) < 0) {
+        PyType_Ready(&FieldProxy_Type) < 0 || PyType_Ready(&ParsedFormat_Type) < 0 ||
+        use_python_new(&HtmlTextBase_Type) < 0) {
         return -1;
     }
     PyObject *str_type = (PyObject *)&PyUnicode_Type;
@@ -2193,7 +2234,7 @@ init_statics(void)
     if ((empty_str = PyUnicode_New(0, 0)) == NULL ||
         (str_html = PyUnicode_InternFromString("__html__")) == NULL ||
         (str_html_format = PyUnicode_InternFromString("__html_format__")) == NULL ||
-        (str_getitem = PyUnicode_InternFromString("__getitem__")) == NULL ||
+        (str_append = PyUnicode_InternFromString("append")) == NULL ||
         (str_new = PyObject_GetAttrString(str_type, "__new__")) == NULL ||
         (str_format = PyObject_GetAttrString(str_type, "format")) == NULL ||
         (str_format_map = PyObject_GetAttrString(str_type, "format_map")) == NULL ||

@@ -90,8 +90,16 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
     ordinal of ``s``, ``r`` or ``a``.  A value with ``__html_format__`` or
     ``__html__`` and no conversion keeps its markup.
     """
+    if type(conversion) is not int:
+        # Exactly int: an int subclass could compare equal to a code it is not.
+        raise TypeError(
+            f"format_field() conversion must be int, not {type(conversion).__name__}"
+        )
     if conversion != -1:
-        return escape_str(format(_CONVERTERS[conversion](value), spec))
+        convert = _CONVERTERS.get(conversion)
+        if convert is None:
+            raise ValueError(f"format_field() got an unknown conversion code {conversion}")
+        return escape_str(format(convert(value), spec))
     if type(value) is not str:
         html_format = getattr(value, "__html_format__", None)
         if html_format is not None:
@@ -221,6 +229,21 @@ def _format_one(spec: _Spec, star_args: list[Any], value: Any) -> str:
     return escape_str(spec.spec % (*star_args, value))
 
 
+def _is_mapping(arg: Any) -> bool:
+    """Whether str's ``%`` takes *arg* as its mapping.
+
+    str asks PyMapping_Check (a mapping slot, which e.g. deque lacks although
+    it has ``__getitem__``); Python code cannot ask that directly, but
+    ``"" % arg`` with a non-tuple *arg* fails exactly when the answer is no,
+    and runs no code of *arg*'s.
+    """
+    try:
+        "" % arg  # noqa: F507, UP031
+    except TypeError:
+        return False
+    return True
+
+
 def format_mod(fmt: str, arg: Any) -> str:
     """``fmt % arg`` with every text conversion escaped; returns markup as str.
 
@@ -228,15 +251,20 @@ def format_mod(fmt: str, arg: Any) -> str:
     """
     items, simple = _parse_format(fmt)
     is_tuple = isinstance(arg, tuple)
-    args = arg if is_tuple else (arg,)
+    # str reads a tuple's real items (tuple C API), whatever a subclass says
+    # its length, items or iteration are; tuple.__getitem__ gets them too.
+    if not is_tuple:
+        args: tuple[Any, ...] = (arg,)
+    elif type(arg) is tuple:
+        args = arg
+    else:
+        args = tuple.__getitem__(arg, slice(None))
     if simple and len(args) == sum(1 for item in items if type(item) is _Spec):
         values = iter(args)
         return "".join(
             [item if type(item) is str else markup_of(next(values)) for item in items]
         )
-    mapping = None
-    if not is_tuple and not isinstance(arg, str) and hasattr(type(arg), "__getitem__"):
-        mapping = arg
+    mapping = arg if not is_tuple and not isinstance(arg, str) and _is_mapping(arg) else None
     out: list[str] = []
     index = 0
     for item in items:

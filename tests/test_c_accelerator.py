@@ -212,7 +212,11 @@ WORKLOAD = textwrap.dedent(
         expect(AttributeError, lambda: ht("{0.z}").format(s))
         expect(RuntimeError, io, Broken())
         expect(TypeError, lambda: ht("a") * "b")
-        expect(KeyError, api.format_field, s, 1, "")
+        expect(ValueError, api.format_field, s, 1, "")
+        expect(TypeError, api.format_field, s, 1.0, "")
+        io._parts = __import__("collections").deque()  # not a list: its append is called
+        io += s
+        str(io)
     """
 )
 

@@ -1028,3 +1028,116 @@ def test_python_twin_is_the_reference_and_always_available():
 
     assert implementation("python").name == "python"
     assert sys.modules["ptl_wsgi._htmltext_py"] is implementation("python").module
+
+
+# -- issue 12: the twins follow str with containers, constructors and codes ----
+
+
+class LyingTuple(tuple):
+    """A tuple whose Python-level sequence protocol disagrees with its items.
+
+    str's ``%`` reads a tuple's real items with the tuple C API, so these
+    overrides must not be seen.
+    """
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self):
+        return iter(("lie",))
+
+    def __getitem__(self, index):
+        return "lie"
+
+
+class LyingDict(dict):
+    """A dict subclass: str's ``%`` looks keys up with ``__getitem__`` (and never ``keys``)."""
+
+    def __getitem__(self, key):
+        return f"<{key}>"
+
+    def keys(self):
+        return ["never"]
+
+
+class TestStrIsTheReference:
+    @pytest.mark.parametrize("fmt", ["%s", "%5s|%s", "%s|%s", "%s %d", "%r"])
+    def test_tuple_subclass_uses_its_real_items(self, impl, fmt):
+        arg = LyingTuple(("a<", 2))
+        try:
+            expected = fmt % arg
+        except TypeError:
+            with pytest.raises(TypeError):
+                impl.htmltext(fmt) % arg
+            return
+        assert str(impl.htmltext(fmt) % arg) == esc(expected)
+
+    def test_dict_subclass_mapping_uses_getitem(self, impl):
+        arg = LyingDict(a=1)
+        assert "%(a)s|%(b)r" % arg == "<a>|'<b>'"  # noqa: UP031
+        assert str(impl.htmltext("%(a)s|%(b)r") % arg) == esc("<a>|'<b>'")
+
+    def test_mapping_is_what_str_takes_as_one(self, impl):
+        # deque has __getitem__ but no mapping slot: str does not take it as a
+        # mapping, so unused arguments are an error.
+        from collections import deque
+
+        with pytest.raises(TypeError):
+            "" % deque([1])  # noqa: F507, UP031
+        with pytest.raises(TypeError):
+            impl.htmltext("") % deque([1])
+        with pytest.raises(TypeError):
+            impl.htmltext("%(a)s") % deque([1])
+        assert str(impl.htmltext("") % [1]) == "" % [1]  # noqa: F507
+
+    @pytest.mark.parametrize("cls_name", ["base", "public", "subclass"])
+    def test_every_constructor_takes_html_markup(self, impl, cls_name):
+        base = impl.module.HtmlTextBase
+        cls = {
+            "base": base,
+            "public": impl.htmltext,
+            "subclass": type("Sub", (impl.htmltext,), {}),
+        }[cls_name]
+        obj = HtmlObject("<b>x</b>")
+        assert str(cls(obj)) == "<b>x</b>"
+        assert type(cls(obj)) is cls
+        assert str(cls.__new__(cls, obj)) == "<b>x</b>"
+        assert str(cls(value=obj)) == "<b>x</b>"
+        assert str(cls()) == ""
+        assert str(cls(Plain())) == str(Plain())  # trusted as given: htmltext(x) trusts x
+
+    def test_str_new_still_builds_from_str(self, impl):
+        # str.__new__ is str's constructor: it takes str(x) in both twins.
+        assert str(str.__new__(impl.htmltext, "<i>")) == "<i>"
+        assert type(str.__new__(impl.htmltext, "<i>")) is impl.htmltext
+
+    @pytest.mark.parametrize("conversion", [115.0, -1.0, "s", None, True])
+    def test_format_field_conversion_must_be_an_int(self, impl, conversion):
+        with pytest.raises(TypeError, match="conversion"):
+            impl.format_field("<", conversion, "")
+
+    @pytest.mark.parametrize("conversion", [0, 1, 120, ord("S"), -2, 1 << 40, 1 << 70])
+    def test_format_field_unknown_conversion_code(self, impl, conversion):
+        with pytest.raises(ValueError, match="conversion"):
+            impl.format_field("<", conversion, "")
+
+    def test_template_io_state_is_the_same_in_both_twins(self, impl):
+        out = impl.TemplateIO(html=True)
+        out += "<"
+        assert out._parts == ["&lt;"]
+        names = {n for n in dir(out) if not n.startswith("__")}
+        assert names == {"html", "_parts", "getvalue"}
+
+    def test_template_io_parts_replaced_by_any_list_like(self, impl):
+        class Recorder(list):
+            def append(self, item):
+                super().append(item.upper())
+
+        out = impl.TemplateIO()
+        out._parts = Recorder()
+        out += "a"
+        out("b")
+        assert out.getvalue() == "AB"
+        del out._parts
+        with pytest.raises(AttributeError):
+            out += "c"
