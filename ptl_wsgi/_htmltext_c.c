@@ -846,6 +846,92 @@ format_with(PyObject *obj, PyObject *spec)
     return PyObject_Format(obj, spec);
 }
 
+/* 1 if `spec` is markup (it has __html__), 0 if not, -1 on error. */
+static int
+is_markup(PyObject *spec)
+{
+    if (PyUnicode_CheckExact(spec)) {
+        return 0;
+    }
+    PyObject *html;
+    int found = lookup_attr(spec, str_html, &html);
+    if (found > 0) {
+        found = html != Py_None;
+        Py_DECREF(html);
+    }
+    return found;
+}
+
+/* format(text, spec) for markup text, escaping what the spec adds: a spec
+   cuts a str and pads it with its fill character, which is text unless the
+   spec itself is markup (a fill from a template's data must not close an
+   attribute).  Pads with a character that needs no escaping, the usual
+   case, cost one more format() of "". */
+static PyObject *
+format_markup(PyObject *text, PyObject *spec)
+{
+    PyObject *formatted = format_with(text, spec);
+    if (formatted == NULL || PyUnicode_GET_LENGTH(spec) == 0) {
+        return formatted;
+    }
+    int trusted = is_markup(spec);
+    PyObject *padding = trusted ? NULL : PyObject_Format(empty_str, spec);
+    if (trusted < 0 || (!trusted && padding == NULL)) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    int special = 0;
+    if (padding != NULL && PyUnicode_GET_LENGTH(padding) > 0) {
+        Py_UCS4 fill = PyUnicode_READ_CHAR(padding, 0);
+        special = fill < 64 && escape_extra[fill];
+    }
+    Py_XDECREF(padding);
+    if (!special) {
+        return formatted;
+    }
+    /* Where the text went: the same spec on as many NULs (the fill is not one). */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *nuls = PyUnicode_New(n, 0);
+    if (nuls == NULL) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    memset(PyUnicode_1BYTE_DATA(nuls), 0, (size_t)n);
+    PyObject *layout = PyObject_Format(nuls, spec);
+    Py_DECREF(nuls);
+    if (layout == NULL) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    Py_ssize_t total = PyUnicode_GET_LENGTH(layout);
+    Py_ssize_t start = PyUnicode_FindChar(layout, 0, 0, total, 1);
+    Py_ssize_t end = PyUnicode_FindChar(layout, 0, 0, total, -1) + 1;
+    Py_DECREF(layout);
+    if (start < -1) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    if (start == -1) {
+        return escape_steal(formatted);
+    }
+    PyObject *parts[3] = {
+        escape_steal(PyUnicode_Substring(formatted, 0, start)),
+        PyUnicode_Substring(formatted, start, end),
+        escape_steal(PyUnicode_Substring(formatted, end, total)),
+    };
+    Py_DECREF(formatted);
+    PyObject *result = NULL;
+    if (parts[0] != NULL && parts[1] != NULL && parts[2] != NULL) {
+        PyObject *left = PyUnicode_Concat(parts[0], parts[1]);
+        result = left == NULL ? NULL : PyUnicode_Concat(left, parts[2]);
+        Py_XDECREF(left);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(parts[i]);
+    }
+    return result;
+}
+
 /* format_field(value, -1, spec): no conversion. */
 static PyObject *
 field_markup(PyObject *value, PyObject *spec)
@@ -864,7 +950,7 @@ field_markup(PyObject *value, PyObject *spec)
             if (text == NULL || !truth) {
                 return text;
             }
-            PyObject *result = format_with(text, spec);
+            PyObject *result = format_markup(text, spec);
             Py_DECREF(text);
             return result;
         }
@@ -890,7 +976,7 @@ field_markup(PyObject *value, PyObject *spec)
             if (text == NULL || !truth) {
                 return text;
             }
-            PyObject *result = format_with(text, spec);
+            PyObject *result = format_markup(text, spec);
             Py_DECREF(text);
             return result;
         }

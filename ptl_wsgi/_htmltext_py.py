@@ -81,6 +81,29 @@ def plain_join(parts: Iterable[Any]) -> str:
 
 
 _CONVERTERS = {115: str, 114: repr, 97: ascii}
+_SPECIAL = frozenset("&<>\"'")
+
+
+def _format_markup(text: str, spec: str) -> str:
+    """``format(text, spec)`` for markup *text*, escaping what the spec adds.
+
+    A spec formats a str by cutting it and padding it with its fill
+    character, which is text unless the spec itself is markup: it is escaped,
+    so that a fill taken from a template's data cannot close an attribute.
+    """
+    formatted = format(text, spec)
+    if not spec or getattr(spec, "__html__", None) is not None:
+        return formatted
+    padding = format("", spec)
+    if not padding or padding[0] not in _SPECIAL:
+        return formatted
+    # Where the text went: the same spec on as many NULs (the fill is not one).
+    layout = format("\0" * len(text), spec)
+    start = layout.find("\0")
+    if start < 0:
+        return escape_str(formatted)
+    end = layout.rfind("\0") + 1
+    return escape_str(formatted[:start]) + formatted[start:end] + escape_str(formatted[end:])
 
 
 def format_field(value: Any, conversion: int, spec: str) -> str:
@@ -106,7 +129,7 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
             return str(html_format(spec))
         html = getattr(value, "__html__", None)
         if html is not None:
-            return format(str(html()), spec) if spec else str(html())
+            return _format_markup(str(html()), spec) if spec else str(html())
     return escape_str(format(value, spec))
 
 

@@ -1141,3 +1141,60 @@ class TestStrIsTheReference:
         del out._parts
         with pytest.raises(AttributeError):
             out += "c"
+
+
+class TestSpecsAddOnlyText:
+    """A format spec can add characters (its fill): they are text, so escaped,
+    unless the spec itself is markup; the markup being formatted stays as is."""
+
+    @pytest.mark.parametrize(
+        ("spec", "expected"),
+        [
+            ('"^9', "&quot;" * 3 + "<b>" + "&quot;" * 3),
+            ("<<5", "<b>&lt;&lt;"),
+            ("&>4", "&amp;<b>"),
+            ("'>3", "<b>"),
+            ("*^7", "**<b>**"),
+            ('">2', "<b>"),
+            (">5", "  <b>"),
+            ('"<.0', ""),
+            ('"<6.2', "<b" + "&quot;" * 4),
+            ('">6.0', "&quot;" * 6),
+            ("\x00>5", "\x00\x00<b>"),
+        ],
+    )
+    @pytest.mark.parametrize("kind", ["htmltext", "html_object", "htmltext_subclass"])
+    def test_markup_value_with_untrusted_spec(self, impl, kind, spec, expected):
+        value = {
+            "htmltext": impl.htmltext,
+            "html_object": HtmlObject,
+            "htmltext_subclass": type("Sub", (impl.htmltext,), {}),
+        }[kind]("<b>")
+        result = impl.format_field(value, NO_CONVERSION, spec)
+        assert str(result) == expected
+        assert str(impl.htmltext("{0:" + spec + "}").format(value)) == expected
+
+    @pytest.mark.parametrize("spec_kind", ["htmltext", "markup"])
+    def test_trusted_spec_adds_markup(self, impl, spec_kind):
+        spec = {"htmltext": impl.htmltext, "markup": Markup}[spec_kind]('"^7')
+        assert str(impl.format_field(impl.htmltext("<b>"), NO_CONVERSION, spec)) == '""<b>""'
+        # An untrusted value is escaped whole, whatever the spec.
+        escaped = "&quot;" * 3 + "&lt;" + "&quot;" * 3
+        assert str(impl.format_field("<", NO_CONVERSION, spec)) == escaped
+
+    def test_htmltext_format_method_gives_untrusted_str(self, impl):
+        # format() and f-strings of htmltext are str's: a plain str, which is
+        # text, so what the spec added (and the markup) is escaped on meeting
+        # markup; the markup-aware formatting is format_field and .format.
+        ht = impl.htmltext("<b>")
+        result = format(ht, '"^7')
+        assert type(result) is str
+        assert result == '""<b>""'
+        assert str(impl.htmltext("") + result) == esc(result)
+
+    def test_bad_specs_raise_like_str(self, impl):
+        for spec in ("d", "=5", "+", ",", "#"):
+            with pytest.raises(ValueError):
+                impl.format_field(impl.htmltext("x"), NO_CONVERSION, spec)
+            with pytest.raises(ValueError):
+                impl.format_field(HtmlObject("x"), NO_CONVERSION, spec)
