@@ -46,6 +46,9 @@ static PyObject *str_dunder_new;   /* "__new__" */
 static PyObject *str_format;       /* str.format */
 static PyObject *str_format_map;   /* str.format_map */
 static PyObject *format_cache;     /* dict: format string -> ParsedFormat */
+static PyObject *rewrite_cache;    /* dict: str.format string -> rewrite_format() of it */
+static PyObject *formatter_parser; /* _string.formatter_parser */
+static PyObject *str_lbrace, *str_lbrace2, *str_rbrace, *str_rbrace2;  /* "{" "{{" "}" "}}" */
 
 /* -- small helpers ------------------------------------------------------- */
 
@@ -1510,18 +1513,27 @@ done:
  *
  * Stands in for a format() argument (or the format_map() mapping) so that
  * whatever str.format reaches through it gets escaped: attribute and item
- * access return new proxies, conversions escape, __format__ is format_field.
- * Proxies only ever reach str.format, so they cannot be part of a cycle.
+ * access return new proxies, __format__ is format_field.  Proxies only ever
+ * reach str.format, so they cannot be part of a cycle.
+ *
+ * As in the Python twin, the format string is rewritten first so that a
+ * conversion is applied before the spec and escaping after it: "!r" becomes
+ * a lookup of the attribute "\0r", which converts into a FIELD_TEXT proxy,
+ * and a field inside a spec gets "\0p", a FIELD_PLAIN proxy, unescaped,
+ * since what it gives is a spec (whose padding format_field escapes).
  */
+
+enum { FIELD_MARKUP, FIELD_TEXT, FIELD_PLAIN };
 
 typedef struct {
     PyObject_HEAD
     PyObject *value;
+    int mode;
 } FieldProxy;
 
 /* A proxy for `value` (consumed; NULL passes through). */
 static PyObject *
-proxy_wrap(PyObject *value)
+proxy_wrap_mode(PyObject *value, int mode)
 {
     if (value == NULL) {
         return NULL;
@@ -1532,7 +1544,121 @@ proxy_wrap(PyObject *value)
         return NULL;
     }
     proxy->value = value;
+    proxy->mode = mode;
     return (PyObject *)proxy;
+}
+
+static PyObject *
+proxy_wrap(PyObject *value)
+{
+    return proxy_wrap_mode(value, FIELD_MARKUP);
+}
+
+/* Appends `piece` (consumed; NULL means an error is already set) to `out`. */
+static int
+push_piece(PyObject *out, PyObject *piece)
+{
+    if (piece == NULL) {
+        return -1;
+    }
+    int status = PyList_Append(out, piece);
+    Py_DECREF(piece);
+    return status;
+}
+
+/* Appends fmt rewritten as described above to the list `out`; in_spec for
+   the fields of a spec. */
+static int
+rewrite_fields(PyObject *fmt, int in_spec, int depth, PyObject *out)
+{
+    PyObject *parsed = PyObject_CallOneArg(formatter_parser, fmt);
+    PyObject *iter = parsed == NULL ? NULL : PyObject_GetIter(parsed);
+    PyObject *entry;
+    int status = iter == NULL ? -1 : 0;
+
+    Py_XDECREF(parsed);
+    while (status == 0 && (entry = PyIter_Next(iter)) != NULL) {
+        PyObject *literal, *field, *spec, *conversion;
+        status = PyArg_ParseTuple(entry, "UOOO", &literal, &field, &spec, &conversion) ? 0 : -1;
+        if (status == 0) {
+            PyObject *once = PyUnicode_Replace(literal, str_lbrace, str_lbrace2, -1);
+            status = push_piece(out, once == NULL ? NULL
+                                     : PyUnicode_Replace(once, str_rbrace, str_rbrace2, -1));
+            Py_XDECREF(once);
+        }
+        if (status == 0 && field != Py_None) {
+            Py_UCS4 conv = conversion == Py_None ? 0 : PyUnicode_READ_CHAR(conversion, 0);
+            status = push_piece(out, PyUnicode_FromFormat("{%U", field));
+            if (status == 0 && (conv == 's' || conv == 'r' || conv == 'a')) {
+                status = push_piece(out, PyUnicode_FromFormat(".%c%c", 0, (int)conv));
+            }
+            else if (status == 0 && conv != 0) {
+                /* str.format's own error, in its place. */
+                status = push_piece(out, PyUnicode_FromFormat("!%U", conversion));
+            }
+            if (status == 0 && in_spec) {
+                status = push_piece(out, PyUnicode_FromFormat(".%cp", 0));
+            }
+            if (status == 0 && PyUnicode_GET_LENGTH(spec) > 0) {
+                status = push_piece(out, PyUnicode_FromString(":"));
+                /* str.format refuses fields nested deeper than this itself. */
+                if (status == 0) {
+                    status = depth < 2 ? rewrite_fields(spec, 1, depth + 1, out)
+                                       : push_piece(out, Py_NewRef(spec));
+                }
+            }
+            if (status == 0) {
+                status = push_piece(out, PyUnicode_FromString("}"));
+            }
+        }
+        Py_DECREF(entry);
+    }
+    if (status == 0 && PyErr_Occurred()) {
+        status = -1;
+    }
+    Py_XDECREF(iter);
+    return status;
+}
+
+/* The rewritten format string (a new reference), through a bounded cache;
+   a malformed one is left as it is: str.format then raises, after what it
+   formats before the fault, as with str. */
+static PyObject *
+rewrite_format(PyObject *self)
+{
+    PyObject *fmt = PyUnicode_FromObject(self);  /* the characters, as an exact str */
+    if (fmt == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyDict_GetItemWithError(rewrite_cache, fmt);
+    if (result != NULL || PyErr_Occurred()) {
+        Py_XINCREF(result);
+        Py_DECREF(fmt);
+        return result;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        Py_DECREF(fmt);
+        return NULL;
+    }
+    if (rewrite_fields(fmt, 0, 1, out) == 0) {
+        result = PyUnicode_Join(empty_str, out);
+    }
+    else if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        result = Py_NewRef(fmt);
+    }
+    Py_DECREF(out);
+    if (result != NULL) {
+        if (PyDict_GET_SIZE(rewrite_cache) >= FORMAT_CACHE_SIZE) {
+            PyDict_Clear(rewrite_cache);
+        }
+        if (PyDict_SetItem(rewrite_cache, fmt, result) < 0) {
+            Py_CLEAR(result);
+        }
+    }
+    Py_DECREF(fmt);
+    return result;
 }
 
 static void
@@ -1545,6 +1671,22 @@ proxy_dealloc(FieldProxy *self)
 static PyObject *
 proxy_getattro(FieldProxy *self, PyObject *name)
 {
+    /* The attributes of rewrite_fields(): "\0" and a letter. */
+    if (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 2 &&
+        PyUnicode_READ_CHAR(name, 0) == 0) {
+        switch (PyUnicode_READ_CHAR(name, 1)) {
+        case 'p':
+            return proxy_wrap_mode(Py_NewRef(self->value), FIELD_PLAIN);
+        case 's':
+            return proxy_wrap_mode(PyObject_Str(self->value), FIELD_TEXT);
+        case 'r':
+            return proxy_wrap_mode(PyObject_Repr(self->value), FIELD_TEXT);
+        case 'a':
+            return proxy_wrap_mode(PyObject_ASCII(self->value), FIELD_TEXT);
+        default:
+            break;
+        }
+    }
     return proxy_wrap(PyObject_GetAttr(self->value, name));
 }
 
@@ -1569,7 +1711,14 @@ proxy_repr(FieldProxy *self)
 static PyObject *
 proxy_format(FieldProxy *self, PyObject *spec)
 {
-    return field_markup(self->value, spec);
+    switch (self->mode) {
+    case FIELD_MARKUP:
+        return field_markup(self->value, spec);
+    case FIELD_TEXT:
+        return escape_steal(format_with(self->value, spec));
+    default:
+        return format_with(self->value, spec);
+    }
 }
 
 static PyMappingMethods proxy_as_mapping = {
@@ -1752,7 +1901,12 @@ text_format(PyObject *self, PyObject *args, PyObject *kwargs)
     if (call_args == NULL) {
         return NULL;
     }
-    PyTuple_SET_ITEM(call_args, 0, Py_NewRef(self));
+    PyObject *fmt = rewrite_format(self);
+    if (fmt == NULL) {
+        Py_DECREF(call_args);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(call_args, 0, fmt);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *proxy = proxy_wrap(Py_NewRef(PyTuple_GET_ITEM(args, i)));
         if (proxy == NULL) {
@@ -1793,13 +1947,19 @@ text_format_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (bind_args("format_map", names, 1, 1, args, nargs, kwnames, &mapping) < 0) {
         return NULL;
     }
-    PyObject *proxy = proxy_wrap(Py_NewRef(mapping));
-    if (proxy == NULL) {
+    PyObject *fmt = rewrite_format(self);
+    if (fmt == NULL) {
         return NULL;
     }
-    PyObject *call[2] = {self, proxy};
+    PyObject *proxy = proxy_wrap(Py_NewRef(mapping));
+    if (proxy == NULL) {
+        Py_DECREF(fmt);
+        return NULL;
+    }
+    PyObject *call[2] = {fmt, proxy};
     PyObject *result = PyObject_Vectorcall(str_format_map, call, 2, NULL);
     Py_DECREF(proxy);
+    Py_DECREF(fmt);
     return new_text_steal(Py_TYPE(self), result);
 }
 
@@ -2324,7 +2484,20 @@ init_statics(void)
         (str_new = PyObject_GetAttrString(str_type, "__new__")) == NULL ||
         (str_format = PyObject_GetAttrString(str_type, "format")) == NULL ||
         (str_format_map = PyObject_GetAttrString(str_type, "format_map")) == NULL ||
-        (format_cache = PyDict_New()) == NULL || (new_args = PyTuple_New(1)) == NULL) {
+        (format_cache = PyDict_New()) == NULL || (new_args = PyTuple_New(1)) == NULL ||
+        (rewrite_cache = PyDict_New()) == NULL || (str_lbrace = PyUnicode_FromString("{")) == NULL ||
+        (str_lbrace2 = PyUnicode_FromString("{{")) == NULL ||
+        (str_rbrace = PyUnicode_FromString("}")) == NULL ||
+        (str_rbrace2 = PyUnicode_FromString("}}")) == NULL) {
+        return -1;
+    }
+    PyObject *string_module = PyImport_ImportModule("_string");
+    if (string_module == NULL) {
+        return -1;
+    }
+    formatter_parser = PyObject_GetAttrString(string_module, "formatter_parser");
+    Py_DECREF(string_module);
+    if (formatter_parser == NULL) {
         return -1;
     }
     PyObject_GC_UnTrack(new_args);

@@ -15,6 +15,7 @@ Rules shared by every operation here:
 
 from __future__ import annotations
 
+import _string
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -331,26 +332,82 @@ def format_mod(fmt: str, arg: Any) -> str:
 
 
 # -- str.format ---------------------------------------------------------------
+#
+# str.format applies a field's conversion itself and then formats the str it
+# got, so a proxy could only escape before the spec (cutting "&lt;" to "&l").
+# The format string is therefore rewritten first: a conversion "!r" becomes
+# a lookup of the attribute "\0r" on the proxy, which converts (at the point
+# where str.format would) into a proxy that escapes after formatting; and a
+# field inside a spec gets "\0p", a proxy formatted without escaping, since
+# what it gives is a spec, as in an f-string (what that spec then adds to
+# the output is escaped by format_field).
+
+_MARKUP, _TEXT_FIELD, _PLAIN = 0, 1, 2
+_CONVERSION_ATTRS = {"\0s": str, "\0r": repr, "\0a": ascii}
+
+
+def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
+    out = []
+    for literal, field, spec, conversion in _string.formatter_parser(fmt):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if field is None:
+            continue
+        out.append("{" + field)
+        if conversion in ("s", "r", "a"):
+            out.append(".\0" + conversion)
+        elif conversion is not None:
+            out.append("!" + conversion)  # str.format's own error, in its place
+        if in_spec:
+            out.append(".\0p")
+        if spec:
+            # str.format refuses fields nested deeper than this itself.
+            nested = _rewrite_fields(spec, True, depth + 1) if depth < 2 else spec
+            out.append(":" + nested)
+        out.append("}")
+    return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _rewrite_format(fmt: str) -> str:
+    try:
+        return _rewrite_fields(fmt, False, 1)
+    except ValueError:
+        # Malformed: str.format raises, after what it formats before the fault.
+        return fmt
 
 
 class _FieldProxy:
     """Stands in for a ``str.format`` argument so that its output is escaped."""
 
-    __slots__ = ("_ptl_value",)
+    __slots__ = ("_ptl_value", "_ptl_mode")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, mode: int = _MARKUP) -> None:
         object.__setattr__(self, "_ptl_value", value)
+        object.__setattr__(self, "_ptl_mode", mode)
 
     def __getattribute__(self, name: str) -> Any:
-        return _FieldProxy(getattr(object.__getattribute__(self, "_ptl_value"), name))
+        value = object.__getattribute__(self, "_ptl_value")
+        if name[:1] == "\0":
+            if name == "\0p":
+                return _FieldProxy(value, _PLAIN)
+            convert = _CONVERSION_ATTRS.get(name)
+            if convert is not None:
+                return _FieldProxy(convert(value), _TEXT_FIELD)
+        return _FieldProxy(getattr(value, name))
 
     def __getitem__(self, key: Any) -> Any:
         return _FieldProxy(object.__getattribute__(self, "_ptl_value")[key])
 
     def __format__(self, spec: str) -> str:
-        return format_field(object.__getattribute__(self, "_ptl_value"), -1, spec)
+        value = object.__getattribute__(self, "_ptl_value")
+        mode = object.__getattribute__(self, "_ptl_mode")
+        if mode == _MARKUP:
+            return format_field(value, -1, spec)
+        if mode == _TEXT_FIELD:
+            return escape_str(format(value, spec))
+        return format(value, spec)
 
-    # Conversions (!s, !r, !a) are escaped before a format spec applies.
+    # Conversions that were not rewritten (a malformed format string).
     def __str__(self) -> str:
         return escape_str(str(object.__getattribute__(self, "_ptl_value")))
 
@@ -413,14 +470,15 @@ class HtmlTextBase(str):
         return _new_str(
             type(self),
             str.format(
-                self,
+                _rewrite_format(str.__str__(self)),
                 *[_FieldProxy(a) for a in args],
                 **{k: _FieldProxy(v) for k, v in kwargs.items()},
             ),
         )
 
     def format_map(self, mapping: Any) -> Any:
-        return _new_str(type(self), str.format_map(self, _MappingProxy(mapping)))
+        fmt = _rewrite_format(str.__str__(self))
+        return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
 
 
 # -- TemplateIO -----------------------------------------------------------------

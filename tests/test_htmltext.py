@@ -1198,3 +1198,56 @@ class TestSpecsAddOnlyText:
                 impl.format_field(impl.htmltext("x"), NO_CONVERSION, spec)
             with pytest.raises(ValueError):
                 impl.format_field(HtmlObject("x"), NO_CONVERSION, spec)
+
+
+class TestFormatConvertsBeforeEscaping:
+    """.format/.format_map apply a field's conversion and spec to the raw
+    value, then escape, as % and f-strings do: a spec never cuts an entity."""
+
+    @pytest.mark.parametrize(
+        ("fmt", "args", "expected"),
+        [
+            ("{0!s:.2}", ("<<<",), "&lt;&lt;"),
+            ("{0!r:.2}", ("<<<",), "&#x27;&lt;"),
+            ("{0!a:.3}", ("<é",), "&#x27;&lt;\\"),
+            ("{!s:>4}", ("&",), "   &amp;"),
+            ("{0!s:{1}}", ("<<<", ".1"), "&lt;"),
+            ("{0!r}", ("<",), "&#x27;&lt;&#x27;"),
+            ("{0[a]!s:.1}", ({"a": "<>"},), "&lt;"),
+            ("{0.real!r:.1}", (5,), "5"),
+        ],
+    )
+    def test_conversion_then_spec_then_escaping(self, impl, fmt, args, expected):
+        assert str(impl.htmltext(fmt).format(*args)) == expected
+        kwfmt = fmt.replace("{0", "{v").replace("{1", "{w").replace("{!", "{v!")
+        mapping = dict(zip("vw", args, strict=False))
+        assert str(impl.htmltext(kwfmt).format(**mapping)) == expected
+        assert str(impl.htmltext(kwfmt).format_map(mapping)) == expected
+
+    @pytest.mark.parametrize(
+        ("fmt", "args"),
+        [
+            ("{0:{1}}", ("ab", '">5')),
+            ("{:{}}", ("ab", ">4")),
+            ("{!r:{}}", ("ab", ">6")),
+            ("{0:{1}{2}}", ("<", "<", ">4")),
+            ("{0:{1!s}}", ("ab", ">3")),
+        ],
+    )
+    def test_nested_spec_fields_are_the_raw_values_as_with_str(self, impl, fmt, args):
+        # The spec a nested field builds is formatted like str.format's; what
+        # that spec then adds to the output is escaped like the value.
+        assert str(impl.htmltext(fmt).format(*args)) == esc(fmt.format(*args))
+
+    def test_nested_spec_around_markup(self, impl):
+        result = impl.htmltext("{0:{1}>5}").format(impl.htmltext("<b>"), '"')
+        assert str(result) == "&quot;&quot;<b>"
+
+    @pytest.mark.parametrize(
+        "fmt", ["{0!z}", "{0!}", "{", "}", "{0:{1:{2}}}", "{0!r:{5}}", "{}{0}", "{0:{"]
+    )
+    def test_errors_are_str_errors(self, impl, fmt):
+        with pytest.raises(Exception) as expected:
+            fmt.format("a", "b", "c")
+        with pytest.raises(expected.type):
+            impl.htmltext(fmt).format("a", "b", "c")
