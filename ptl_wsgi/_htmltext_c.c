@@ -456,6 +456,17 @@ markup_text(PyObject *value)
     return markup_generic(value);
 }
 
+/* markup_of(value) itself (an exact str for an instance of the registered
+   class, as its str(__html__()) is). */
+static PyObject *
+markup_of_exact(PyObject *value)
+{
+    if (is_registered_text(value)) {
+        return PyUnicode_FromObject(value);
+    }
+    return markup_text(value);
+}
+
 /* The characters of stringify(value); see markup_text() for the shortcut. */
 static PyObject *
 plain_text(PyObject *value)
@@ -2046,7 +2057,11 @@ templateio_add(TemplateIO *self, PyObject *value)
         return -1;
     }
     int html = templateio_is_html(self);
-    PyObject *text = html < 0 ? NULL : html ? markup_text(value) : plain_text(value);
+    /* What markup_of() and stringify() give, not markup_text()'s shortcut:
+       _parts shows the very objects. */
+    PyObject *text = html < 0 ? NULL
+                     : html   ? markup_of_exact(value)
+                              : (PyUnicode_CheckExact(value) ? Py_NewRef(value) : PyObject_Str(value));
     int status = -1;
     if (text != NULL && append == NULL) {
         status = PyList_Append(parts, text);
@@ -2291,10 +2306,7 @@ mod_markup_of(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
     if (bind_args("markup_of", value_param, 1, 1, args, nargs, kwnames, &value) < 0) {
         return NULL;
     }
-    if (is_registered_text(value)) {
-        return PyUnicode_FromObject(value);  /* str(value.__html__()) */
-    }
-    return markup_text(value);
+    return markup_of_exact(value);
 }
 
 static PyObject *
