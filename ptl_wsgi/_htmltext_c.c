@@ -880,7 +880,7 @@ is_markup(PyObject *spec)
    cuts a str and pads it with its fill character, which is text unless the
    spec itself is markup (a fill from a template's data must not close an
    attribute).  Pads with a character that needs no escaping, the usual
-   case, cost one more format() of "". */
+   case, cost nothing more. */
 static PyObject *
 format_markup(PyObject *text, PyObject *spec)
 {
@@ -889,18 +889,17 @@ format_markup(PyObject *text, PyObject *spec)
         return formatted;
     }
     int trusted = is_markup(spec);
-    PyObject *padding = trusted ? NULL : PyObject_Format(empty_str, spec);
-    if (trusted < 0 || (!trusted && padding == NULL)) {
-        Py_DECREF(formatted);
-        return NULL;
+    if (trusted) {
+        if (trusted < 0) {
+            Py_CLEAR(formatted);
+        }
+        return formatted;
     }
-    int special = 0;
-    if (padding != NULL && PyUnicode_GET_LENGTH(padding) > 0) {
-        Py_UCS4 fill = PyUnicode_READ_CHAR(padding, 0);
-        special = fill < 64 && escape_extra[fill];
-    }
-    Py_XDECREF(padding);
-    if (!special) {
+    /* A fill other than " " or "0" is the character before an align character. */
+    Py_UCS4 fill = PyUnicode_READ_CHAR(spec, 0);
+    Py_UCS4 align = PyUnicode_GET_LENGTH(spec) < 2 ? 0 : PyUnicode_READ_CHAR(spec, 1);
+    if (!(align == '<' || align == '>' || align == '=' || align == '^') ||
+        !(fill < 64 && escape_extra[fill])) {
         return formatted;
     }
     /* Where the text went: the same spec on as many NULs (the fill is not one). */
@@ -1637,16 +1636,20 @@ rewrite_fields(PyObject *fmt, int in_spec, int depth, PyObject *out)
 static PyObject *
 rewrite_format(PyObject *self)
 {
+    /* self itself as the key, unless its class has its own hash or equality. */
+    if (Py_TYPE(self)->tp_hash == PyUnicode_Type.tp_hash &&
+        Py_TYPE(self)->tp_richcompare == PyUnicode_Type.tp_richcompare) {
+        PyObject *cached = PyDict_GetItemWithError(rewrite_cache, self);
+        if (cached != NULL || PyErr_Occurred()) {
+            Py_XINCREF(cached);
+            return cached;
+        }
+    }
     PyObject *fmt = PyUnicode_FromObject(self);  /* the characters, as an exact str */
     if (fmt == NULL) {
         return NULL;
     }
-    PyObject *result = PyDict_GetItemWithError(rewrite_cache, fmt);
-    if (result != NULL || PyErr_Occurred()) {
-        Py_XINCREF(result);
-        Py_DECREF(fmt);
-        return result;
-    }
+    PyObject *result = NULL;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         Py_DECREF(fmt);
@@ -1664,7 +1667,10 @@ rewrite_format(PyObject *self)
         if (PyDict_GET_SIZE(rewrite_cache) >= FORMAT_CACHE_SIZE) {
             PyDict_Clear(rewrite_cache);
         }
-        if (PyDict_SetItem(rewrite_cache, fmt, result) < 0) {
+        /* A template's format strings are the same objects at every call:
+           keyed by the object itself, a lookup succeeds on identity. */
+        PyObject *key = PyUnicode_CheckExact(self) || is_registered_text(self) ? self : fmt;
+        if (PyDict_SetItem(rewrite_cache, key, result) < 0) {
             Py_CLEAR(result);
         }
     }

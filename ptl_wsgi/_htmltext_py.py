@@ -95,8 +95,8 @@ def _format_markup(text: str, spec: str) -> str:
     formatted = format(text, spec)
     if not spec or getattr(spec, "__html__", None) is not None:
         return formatted
-    padding = format("", spec)
-    if not padding or padding[0] not in _SPECIAL:
+    # A fill other than " " or "0" is the character before an align character.
+    if len(spec) < 2 or spec[1] not in "<>=^" or spec[0] not in _SPECIAL:
         return formatted
     # Where the text went: the same spec on as many NULs (the fill is not one).
     layout = format("\0" * len(text), spec)
