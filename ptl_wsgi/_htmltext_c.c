@@ -40,11 +40,15 @@ static PyTypeObject *text_type;
 static PyObject *empty_str;
 static PyObject *str_html;         /* "__html__" */
 static PyObject *str_html_format;  /* "__html_format__" */
-static PyObject *str_getitem;      /* "__getitem__" */
+static PyObject *str_append;       /* "append" */
 static PyObject *str_new;          /* str.__new__ */
+static PyObject *str_dunder_new;   /* "__new__" */
 static PyObject *str_format;       /* str.format */
 static PyObject *str_format_map;   /* str.format_map */
 static PyObject *format_cache;     /* dict: format string -> ParsedFormat */
+static PyObject *rewrite_cache;    /* dict: str.format string -> rewrite_format() of it */
+static PyObject *formatter_parser; /* _string.formatter_parser */
+static PyObject *str_lbrace, *str_lbrace2, *str_rbrace, *str_rbrace2;  /* "{" "{{" "}" "}}" */
 
 /* -- small helpers ------------------------------------------------------- */
 
@@ -452,6 +456,17 @@ markup_text(PyObject *value)
     return markup_generic(value);
 }
 
+/* markup_of(value) itself (an exact str for an instance of the registered
+   class, as its str(__html__()) is). */
+static PyObject *
+markup_of_exact(PyObject *value)
+{
+    if (is_registered_text(value)) {
+        return PyUnicode_FromObject(value);
+    }
+    return markup_text(value);
+}
+
 /* The characters of stringify(value); see markup_text() for the shortcut. */
 static PyObject *
 plain_text(PyObject *value)
@@ -845,6 +860,91 @@ format_with(PyObject *obj, PyObject *spec)
     return PyObject_Format(obj, spec);
 }
 
+/* 1 if `spec` is markup (it has __html__), 0 if not, -1 on error. */
+static int
+is_markup(PyObject *spec)
+{
+    if (PyUnicode_CheckExact(spec)) {
+        return 0;
+    }
+    PyObject *html;
+    int found = lookup_attr(spec, str_html, &html);
+    if (found > 0) {
+        found = html != Py_None;
+        Py_DECREF(html);
+    }
+    return found;
+}
+
+/* format(text, spec) for markup text, escaping what the spec adds: a spec
+   cuts a str and pads it with its fill character, which is text unless the
+   spec itself is markup (a fill from a template's data must not close an
+   attribute).  Pads with a character that needs no escaping, the usual
+   case, cost nothing more. */
+static PyObject *
+format_markup(PyObject *text, PyObject *spec)
+{
+    PyObject *formatted = format_with(text, spec);
+    if (formatted == NULL || PyUnicode_GET_LENGTH(spec) == 0) {
+        return formatted;
+    }
+    int trusted = is_markup(spec);
+    if (trusted) {
+        if (trusted < 0) {
+            Py_CLEAR(formatted);
+        }
+        return formatted;
+    }
+    /* A fill other than " " or "0" is the character before an align character. */
+    Py_UCS4 fill = PyUnicode_READ_CHAR(spec, 0);
+    Py_UCS4 align = PyUnicode_GET_LENGTH(spec) < 2 ? 0 : PyUnicode_READ_CHAR(spec, 1);
+    if (!(align == '<' || align == '>' || align == '=' || align == '^') ||
+        !(fill < 64 && escape_extra[fill])) {
+        return formatted;
+    }
+    /* Where the text went: the same spec on as many NULs (the fill is not one). */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *nuls = PyUnicode_New(n, 0);
+    if (nuls == NULL) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    memset(PyUnicode_1BYTE_DATA(nuls), 0, (size_t)n);
+    PyObject *layout = PyObject_Format(nuls, spec);
+    Py_DECREF(nuls);
+    if (layout == NULL) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    Py_ssize_t total = PyUnicode_GET_LENGTH(layout);
+    Py_ssize_t start = PyUnicode_FindChar(layout, 0, 0, total, 1);
+    Py_ssize_t end = PyUnicode_FindChar(layout, 0, 0, total, -1) + 1;
+    Py_DECREF(layout);
+    if (start < -1) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    if (start == -1) {
+        return escape_steal(formatted);
+    }
+    PyObject *parts[3] = {
+        escape_steal(PyUnicode_Substring(formatted, 0, start)),
+        PyUnicode_Substring(formatted, start, end),
+        escape_steal(PyUnicode_Substring(formatted, end, total)),
+    };
+    Py_DECREF(formatted);
+    PyObject *result = NULL;
+    if (parts[0] != NULL && parts[1] != NULL && parts[2] != NULL) {
+        PyObject *left = PyUnicode_Concat(parts[0], parts[1]);
+        result = left == NULL ? NULL : PyUnicode_Concat(left, parts[2]);
+        Py_XDECREF(left);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(parts[i]);
+    }
+    return result;
+}
+
 /* format_field(value, -1, spec): no conversion. */
 static PyObject *
 field_markup(PyObject *value, PyObject *spec)
@@ -863,7 +963,7 @@ field_markup(PyObject *value, PyObject *spec)
             if (text == NULL || !truth) {
                 return text;
             }
-            PyObject *result = format_with(text, spec);
+            PyObject *result = format_markup(text, spec);
             Py_DECREF(text);
             return result;
         }
@@ -889,7 +989,7 @@ field_markup(PyObject *value, PyObject *spec)
             if (text == NULL || !truth) {
                 return text;
             }
-            PyObject *result = format_with(text, spec);
+            PyObject *result = format_markup(text, spec);
             Py_DECREF(text);
             return result;
         }
@@ -901,35 +1001,30 @@ field_markup(PyObject *value, PyObject *spec)
 static PyObject *
 format_field_impl(PyObject *value, PyObject *conversion, PyObject *spec)
 {
-    PyObject *converted = NULL;
-
-    if (PyLong_Check(conversion)) {
-        int overflow;
-        long code = PyLong_AsLongAndOverflow(conversion, &overflow);
-        if (code == -1 && PyErr_Occurred()) {
+    /* Exactly int: an int subclass could compare equal to a code it is not. */
+    if (!PyLong_CheckExact(conversion)) {
+        PyErr_Format(PyExc_TypeError, "format_field() conversion must be int, not %.200s",
+                     Py_TYPE(conversion)->tp_name);
+        return NULL;
+    }
+    int overflow;
+    long code = PyLong_AsLongAndOverflow(conversion, &overflow);
+    if (!overflow && code == -1) {
+        return field_markup(value, spec);
+    }
+    if (!overflow && (code == 's' || code == 'r' || code == 'a')) {
+        PyObject *converted = code == 's' ? PyObject_Str(value)
+                              : code == 'r' ? PyObject_Repr(value)
+                              : PyObject_ASCII(value);
+        if (converted == NULL) {
             return NULL;
         }
-        if (!overflow && code == -1) {
-            return field_markup(value, spec);
-        }
-        if (!overflow && (code == 's' || code == 'r' || code == 'a')) {
-            converted = code == 's' ? PyObject_Str(value)
-                        : code == 'r' ? PyObject_Repr(value)
-                        : PyObject_ASCII(value);
-            if (converted == NULL) {
-                return NULL;
-            }
-            PyObject *result = format_with(converted, spec);
-            Py_DECREF(converted);
-            return escape_steal(result);
-        }
+        PyObject *result = format_with(converted, spec);
+        Py_DECREF(converted);
+        return escape_steal(result);
     }
-    /* The Python twin looks the code up in a dict of converters. */
-    PyObject *key = PyTuple_Pack(1, conversion);
-    if (key != NULL) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        Py_DECREF(key);
-    }
+    PyErr_Format(PyExc_ValueError, "format_field() got an unknown conversion code %R",
+                 conversion);
     return NULL;
 }
 
@@ -1294,16 +1389,9 @@ format_mod_general(ParsedFormat *pf, PyObject *arg, PyObject *args, int is_tuple
     Pieces pieces;
     Py_ssize_t index = 0;
 
-    if (!is_tuple && !PyUnicode_Check(arg)) {
-        PyObject *getitem;
-        int found = lookup_attr((PyObject *)Py_TYPE(arg), str_getitem, &getitem);
-        if (found < 0) {
-            return NULL;
-        }
-        Py_XDECREF(getitem);
-        if (found) {
-            mapping = arg;
-        }
+    /* The test str itself makes. */
+    if (!is_tuple && !PyUnicode_Check(arg) && PyMapping_Check(arg)) {
+        mapping = arg;
     }
     pieces_init(&pieces);
     for (Py_ssize_t i = 0; i < pf->nitems; i++) {
@@ -1435,18 +1523,27 @@ done:
  *
  * Stands in for a format() argument (or the format_map() mapping) so that
  * whatever str.format reaches through it gets escaped: attribute and item
- * access return new proxies, conversions escape, __format__ is format_field.
- * Proxies only ever reach str.format, so they cannot be part of a cycle.
+ * access return new proxies, __format__ is format_field.  Proxies only ever
+ * reach str.format, so they cannot be part of a cycle.
+ *
+ * As in the Python twin, the format string is rewritten first so that a
+ * conversion is applied before the spec and escaping after it: "!r" becomes
+ * a lookup of the attribute "\0r", which converts into a FIELD_TEXT proxy,
+ * and a field inside a spec gets "\0p", a FIELD_PLAIN proxy, unescaped,
+ * since what it gives is a spec (whose padding format_field escapes).
  */
+
+enum { FIELD_MARKUP, FIELD_TEXT, FIELD_PLAIN };
 
 typedef struct {
     PyObject_HEAD
     PyObject *value;
+    int mode;
 } FieldProxy;
 
 /* A proxy for `value` (consumed; NULL passes through). */
 static PyObject *
-proxy_wrap(PyObject *value)
+proxy_wrap_mode(PyObject *value, int mode)
 {
     if (value == NULL) {
         return NULL;
@@ -1457,7 +1554,128 @@ proxy_wrap(PyObject *value)
         return NULL;
     }
     proxy->value = value;
+    proxy->mode = mode;
     return (PyObject *)proxy;
+}
+
+static PyObject *
+proxy_wrap(PyObject *value)
+{
+    return proxy_wrap_mode(value, FIELD_MARKUP);
+}
+
+/* Appends `piece` (consumed; NULL means an error is already set) to `out`. */
+static int
+push_piece(PyObject *out, PyObject *piece)
+{
+    if (piece == NULL) {
+        return -1;
+    }
+    int status = PyList_Append(out, piece);
+    Py_DECREF(piece);
+    return status;
+}
+
+/* Appends fmt rewritten as described above to the list `out`; in_spec for
+   the fields of a spec. */
+static int
+rewrite_fields(PyObject *fmt, int in_spec, int depth, PyObject *out)
+{
+    PyObject *parsed = PyObject_CallOneArg(formatter_parser, fmt);
+    PyObject *iter = parsed == NULL ? NULL : PyObject_GetIter(parsed);
+    PyObject *entry;
+    int status = iter == NULL ? -1 : 0;
+
+    Py_XDECREF(parsed);
+    while (status == 0 && (entry = PyIter_Next(iter)) != NULL) {
+        PyObject *literal, *field, *spec, *conversion;
+        status = PyArg_ParseTuple(entry, "UOOO", &literal, &field, &spec, &conversion) ? 0 : -1;
+        if (status == 0) {
+            PyObject *once = PyUnicode_Replace(literal, str_lbrace, str_lbrace2, -1);
+            status = push_piece(out, once == NULL ? NULL
+                                     : PyUnicode_Replace(once, str_rbrace, str_rbrace2, -1));
+            Py_XDECREF(once);
+        }
+        if (status == 0 && field != Py_None) {
+            Py_UCS4 conv = conversion == Py_None ? 0 : PyUnicode_READ_CHAR(conversion, 0);
+            status = push_piece(out, PyUnicode_FromFormat("{%U", field));
+            if (status == 0 && (conv == 's' || conv == 'r' || conv == 'a')) {
+                status = push_piece(out, PyUnicode_FromFormat(".%c%c", 0, (int)conv));
+            }
+            else if (status == 0 && conv != 0) {
+                /* str.format's own error, in its place. */
+                status = push_piece(out, PyUnicode_FromFormat("!%U", conversion));
+            }
+            if (status == 0 && in_spec) {
+                status = push_piece(out, PyUnicode_FromFormat(".%cp", 0));
+            }
+            if (status == 0 && PyUnicode_GET_LENGTH(spec) > 0) {
+                status = push_piece(out, PyUnicode_FromString(":"));
+                /* str.format refuses fields nested deeper than this itself. */
+                if (status == 0) {
+                    status = depth < 2 ? rewrite_fields(spec, 1, depth + 1, out)
+                                       : push_piece(out, Py_NewRef(spec));
+                }
+            }
+            if (status == 0) {
+                status = push_piece(out, PyUnicode_FromString("}"));
+            }
+        }
+        Py_DECREF(entry);
+    }
+    if (status == 0 && PyErr_Occurred()) {
+        status = -1;
+    }
+    Py_XDECREF(iter);
+    return status;
+}
+
+/* The rewritten format string (a new reference), through a bounded cache;
+   a malformed one is left as it is: str.format then raises, after what it
+   formats before the fault, as with str. */
+static PyObject *
+rewrite_format(PyObject *self)
+{
+    /* self itself as the key, unless its class has its own hash or equality. */
+    if (Py_TYPE(self)->tp_hash == PyUnicode_Type.tp_hash &&
+        Py_TYPE(self)->tp_richcompare == PyUnicode_Type.tp_richcompare) {
+        PyObject *cached = PyDict_GetItemWithError(rewrite_cache, self);
+        if (cached != NULL || PyErr_Occurred()) {
+            Py_XINCREF(cached);
+            return cached;
+        }
+    }
+    PyObject *fmt = PyUnicode_FromObject(self);  /* the characters, as an exact str */
+    if (fmt == NULL) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        Py_DECREF(fmt);
+        return NULL;
+    }
+    if (rewrite_fields(fmt, 0, 1, out) == 0) {
+        result = PyUnicode_Join(empty_str, out);
+    }
+    else if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        result = Py_NewRef(fmt);
+    }
+    Py_DECREF(out);
+    if (result != NULL) {
+        if (PyDict_GET_SIZE(rewrite_cache) >= FORMAT_CACHE_SIZE) {
+            PyDict_Clear(rewrite_cache);
+        }
+        /* A template's format strings are the same objects at every call:
+           keyed by the object itself, a lookup succeeds on identity. */
+        PyObject *key = PyUnicode_CheckExact(self) || is_registered_text(self) ? self : fmt;
+        if (PyDict_SetItem(rewrite_cache, key, result) < 0) {
+            Py_CLEAR(result);
+        }
+    }
+    Py_DECREF(fmt);
+    return result;
 }
 
 static void
@@ -1470,6 +1688,22 @@ proxy_dealloc(FieldProxy *self)
 static PyObject *
 proxy_getattro(FieldProxy *self, PyObject *name)
 {
+    /* The attributes of rewrite_fields(): "\0" and a letter. */
+    if (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 2 &&
+        PyUnicode_READ_CHAR(name, 0) == 0) {
+        switch (PyUnicode_READ_CHAR(name, 1)) {
+        case 'p':
+            return proxy_wrap_mode(Py_NewRef(self->value), FIELD_PLAIN);
+        case 's':
+            return proxy_wrap_mode(PyObject_Str(self->value), FIELD_TEXT);
+        case 'r':
+            return proxy_wrap_mode(PyObject_Repr(self->value), FIELD_TEXT);
+        case 'a':
+            return proxy_wrap_mode(PyObject_ASCII(self->value), FIELD_TEXT);
+        default:
+            break;
+        }
+    }
     return proxy_wrap(PyObject_GetAttr(self->value, name));
 }
 
@@ -1494,7 +1728,14 @@ proxy_repr(FieldProxy *self)
 static PyObject *
 proxy_format(FieldProxy *self, PyObject *spec)
 {
-    return field_markup(self->value, spec);
+    switch (self->mode) {
+    case FIELD_MARKUP:
+        return field_markup(self->value, spec);
+    case FIELD_TEXT:
+        return escape_steal(format_with(self->value, spec));
+    default:
+        return format_with(self->value, spec);
+    }
 }
 
 static PyMappingMethods proxy_as_mapping = {
@@ -1530,8 +1771,8 @@ text_of(PyObject *self)
 
 /* HtmlTextBase.__new__(cls, value="").
  *
- * This is a static method in the type's dict while tp_new stays str's: a
- * Python subclass then gets a tp_new that calls this method, and
+ * This is a static method in the type's dict, and the type's tp_new calls
+ * it the way a Python class's does (see use_python_new()), so that
  * str.__new__(htmltext, s) (which ptl_wsgi.html uses) still passes str's
  * "is it safe" check, which it would not if tp_new were a C function of ours.
  */
@@ -1677,7 +1918,12 @@ text_format(PyObject *self, PyObject *args, PyObject *kwargs)
     if (call_args == NULL) {
         return NULL;
     }
-    PyTuple_SET_ITEM(call_args, 0, Py_NewRef(self));
+    PyObject *fmt = rewrite_format(self);
+    if (fmt == NULL) {
+        Py_DECREF(call_args);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(call_args, 0, fmt);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *proxy = proxy_wrap(Py_NewRef(PyTuple_GET_ITEM(args, i)));
         if (proxy == NULL) {
@@ -1718,13 +1964,19 @@ text_format_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (bind_args("format_map", names, 1, 1, args, nargs, kwnames, &mapping) < 0) {
         return NULL;
     }
-    PyObject *proxy = proxy_wrap(Py_NewRef(mapping));
-    if (proxy == NULL) {
+    PyObject *fmt = rewrite_format(self);
+    if (fmt == NULL) {
         return NULL;
     }
-    PyObject *call[2] = {self, proxy};
+    PyObject *proxy = proxy_wrap(Py_NewRef(mapping));
+    if (proxy == NULL) {
+        Py_DECREF(fmt);
+        return NULL;
+    }
+    PyObject *call[2] = {fmt, proxy};
     PyObject *result = PyObject_Vectorcall(str_format_map, call, 2, NULL);
     Py_DECREF(proxy);
+    Py_DECREF(fmt);
     return new_text_steal(Py_TYPE(self), result);
 }
 
@@ -1761,7 +2013,7 @@ static PyTypeObject HtmlTextBase_Type = {
 typedef struct {
     PyObject_HEAD
     PyObject *html;   /* any object, like the Python twin's slot */
-    PyObject *parts;  /* list of str, or NULL until __init__ */
+    PyObject *parts;  /* _parts: a list of str, or NULL until __init__ */
 } TemplateIO;
 
 /* The AttributeError of an unset slot in the Python twin. */
@@ -1801,12 +2053,32 @@ templateio_add(TemplateIO *self, PyObject *value)
     if (self->parts == NULL) {
         return missing_attr((PyObject *)self, "_parts");
     }
-    /* The list is fetched before the value is converted, as in Python. */
+    /* self._parts.append is fetched before the value is converted, as in
+       Python; _parts is public state in both twins, so it may be replaced
+       by anything with an append method. */
     PyObject *parts = Py_NewRef(self->parts);
+    PyObject *append = NULL;
+    if (!PyList_CheckExact(parts) && (append = PyObject_GetAttr(parts, str_append)) == NULL) {
+        Py_DECREF(parts);
+        return -1;
+    }
     int html = templateio_is_html(self);
-    PyObject *text = html < 0 ? NULL : html ? markup_text(value) : plain_text(value);
-    int status = text == NULL ? -1 : PyList_Append(parts, text);
+    /* What markup_of() and stringify() give, not markup_text()'s shortcut:
+       _parts shows the very objects. */
+    PyObject *text = html < 0 ? NULL
+                     : html   ? markup_of_exact(value)
+                              : (PyUnicode_CheckExact(value) ? Py_NewRef(value) : PyObject_Str(value));
+    int status = -1;
+    if (text != NULL && append == NULL) {
+        status = PyList_Append(parts, text);
+    }
+    else if (text != NULL) {
+        PyObject *result = PyObject_CallOneArg(append, text);
+        status = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
+    }
     Py_XDECREF(text);
+    Py_XDECREF(append);
     Py_DECREF(parts);
     return status;
 }
@@ -1949,6 +2221,8 @@ static PyMethodDef templateio_methods[] = {
 static PyMemberDef templateio_members[] = {
     {"html", Py_T_OBJECT_EX, offsetof(TemplateIO, html), 0,
      PyDoc_STR("Whether added values are escaped.")},
+    {"_parts", Py_T_OBJECT_EX, offsetof(TemplateIO, parts), 0,
+     PyDoc_STR("The text added so far, a list of str.")},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -2038,10 +2312,7 @@ mod_markup_of(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
     if (bind_args("markup_of", value_param, 1, 1, args, nargs, kwnames, &value) < 0) {
         return NULL;
     }
-    if (is_registered_text(value)) {
-        return PyUnicode_FromObject(value);  /* str(value.__html__()) */
-    }
-    return markup_text(value);
+    return markup_of_exact(value);
 }
 
 static PyObject *
@@ -2177,6 +2448,36 @@ static struct PyModuleDef htmltext_module = {
     .m_methods = module_methods,
 };
 
+/* Makes calling `type` run the __new__ in its dict, as for a Python class
+ * with a __new__, so that HtmlTextBase(x) is text_new() like htmltext(x).
+ *
+ * A C tp_new of our own would do that too, but str.__new__(cls, s) refuses
+ * a cls with a C tp_new other than str's between it and str ("not safe"),
+ * and ptl_wsgi.html and the Python twin's users build results that way.
+ * That check steps over Python classes, recognised by their tp_new, which
+ * calls the type's __new__: borrow that tp_new from a throwaway class.
+ */
+static int
+use_python_new(PyTypeObject *type)
+{
+    PyObject *new_method = PyDict_GetItemWithError(type->tp_dict, str_dunder_new);
+    if (new_method == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_SystemError, "HtmlTextBase has no __new__");
+        }
+        return -1;
+    }
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){sO}", "probe",
+                                            (PyObject *)&PyUnicode_Type, "__new__", new_method);
+    if (probe == NULL) {
+        return -1;
+    }
+    type->tp_new = ((PyTypeObject *)probe)->tp_new;
+    Py_DECREF(probe);
+    PyType_Modified(type);
+    return 0;
+}
+
 static int
 init_statics(void)
 {
@@ -2184,8 +2485,12 @@ init_statics(void)
         return 0;
     }
     HtmlTextBase_Type.tp_base = &PyUnicode_Type;
+    if ((str_dunder_new = PyUnicode_InternFromString("__new__")) == NULL) {
+        return -1;
+    }
     if (PyType_Ready(&HtmlTextBase_Type) < 0 || PyType_Ready(&TemplateIO_Type) < 0 ||
-        PyType_Ready(&FieldProxy_Type) < 0 || PyType_Ready(&ParsedFormat_Type) < 0) {
+        PyType_Ready(&FieldProxy_Type) < 0 || PyType_Ready(&ParsedFormat_Type) < 0 ||
+        use_python_new(&HtmlTextBase_Type) < 0) {
         return -1;
     }
     PyObject *str_type = (PyObject *)&PyUnicode_Type;
@@ -2193,11 +2498,24 @@ init_statics(void)
     if ((empty_str = PyUnicode_New(0, 0)) == NULL ||
         (str_html = PyUnicode_InternFromString("__html__")) == NULL ||
         (str_html_format = PyUnicode_InternFromString("__html_format__")) == NULL ||
-        (str_getitem = PyUnicode_InternFromString("__getitem__")) == NULL ||
+        (str_append = PyUnicode_InternFromString("append")) == NULL ||
         (str_new = PyObject_GetAttrString(str_type, "__new__")) == NULL ||
         (str_format = PyObject_GetAttrString(str_type, "format")) == NULL ||
         (str_format_map = PyObject_GetAttrString(str_type, "format_map")) == NULL ||
-        (format_cache = PyDict_New()) == NULL || (new_args = PyTuple_New(1)) == NULL) {
+        (format_cache = PyDict_New()) == NULL || (new_args = PyTuple_New(1)) == NULL ||
+        (rewrite_cache = PyDict_New()) == NULL || (str_lbrace = PyUnicode_FromString("{")) == NULL ||
+        (str_lbrace2 = PyUnicode_FromString("{{")) == NULL ||
+        (str_rbrace = PyUnicode_FromString("}")) == NULL ||
+        (str_rbrace2 = PyUnicode_FromString("}}")) == NULL) {
+        return -1;
+    }
+    PyObject *string_module = PyImport_ImportModule("_string");
+    if (string_module == NULL) {
+        return -1;
+    }
+    formatter_parser = PyObject_GetAttrString(string_module, "formatter_parser");
+    Py_DECREF(string_module);
+    if (formatter_parser == NULL) {
         return -1;
     }
     PyObject_GC_UnTrack(new_args);

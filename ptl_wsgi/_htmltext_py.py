@@ -15,6 +15,7 @@ Rules shared by every operation here:
 
 from __future__ import annotations
 
+import _string
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -81,6 +82,29 @@ def plain_join(parts: Iterable[Any]) -> str:
 
 
 _CONVERTERS = {115: str, 114: repr, 97: ascii}
+_SPECIAL = frozenset("&<>\"'")
+
+
+def _format_markup(text: str, spec: str) -> str:
+    """``format(text, spec)`` for markup *text*, escaping what the spec adds.
+
+    A spec formats a str by cutting it and padding it with its fill
+    character, which is text unless the spec itself is markup: it is escaped,
+    so that a fill taken from a template's data cannot close an attribute.
+    """
+    formatted = format(text, spec)
+    if not spec or getattr(spec, "__html__", None) is not None:
+        return formatted
+    # A fill other than " " or "0" is the character before an align character.
+    if len(spec) < 2 or spec[1] not in "<>=^" or spec[0] not in _SPECIAL:
+        return formatted
+    # Where the text went: the same spec on as many NULs (the fill is not one).
+    layout = format("\0" * len(text), spec)
+    start = layout.find("\0")
+    if start < 0:
+        return escape_str(formatted)
+    end = layout.rfind("\0") + 1
+    return escape_str(formatted[:start]) + formatted[start:end] + escape_str(formatted[end:])
 
 
 def format_field(value: Any, conversion: int, spec: str) -> str:
@@ -90,15 +114,23 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
     ordinal of ``s``, ``r`` or ``a``.  A value with ``__html_format__`` or
     ``__html__`` and no conversion keeps its markup.
     """
+    if type(conversion) is not int:
+        # Exactly int: an int subclass could compare equal to a code it is not.
+        raise TypeError(
+            f"format_field() conversion must be int, not {type(conversion).__name__}"
+        )
     if conversion != -1:
-        return escape_str(format(_CONVERTERS[conversion](value), spec))
+        convert = _CONVERTERS.get(conversion)
+        if convert is None:
+            raise ValueError(f"format_field() got an unknown conversion code {conversion}")
+        return escape_str(format(convert(value), spec))
     if type(value) is not str:
         html_format = getattr(value, "__html_format__", None)
         if html_format is not None:
             return str(html_format(spec))
         html = getattr(value, "__html__", None)
         if html is not None:
-            return format(str(html()), spec) if spec else str(html())
+            return _format_markup(str(html()), spec) if spec else str(html())
     return escape_str(format(value, spec))
 
 
@@ -221,6 +253,21 @@ def _format_one(spec: _Spec, star_args: list[Any], value: Any) -> str:
     return escape_str(spec.spec % (*star_args, value))
 
 
+def _is_mapping(arg: Any) -> bool:
+    """Whether str's ``%`` takes *arg* as its mapping.
+
+    str asks PyMapping_Check (a mapping slot, which e.g. deque lacks although
+    it has ``__getitem__``); Python code cannot ask that directly, but
+    ``"" % arg`` with a non-tuple *arg* fails exactly when the answer is no,
+    and runs no code of *arg*'s.
+    """
+    try:
+        "" % arg  # noqa: F507, UP031
+    except TypeError:
+        return False
+    return True
+
+
 def format_mod(fmt: str, arg: Any) -> str:
     """``fmt % arg`` with every text conversion escaped; returns markup as str.
 
@@ -228,15 +275,20 @@ def format_mod(fmt: str, arg: Any) -> str:
     """
     items, simple = _parse_format(fmt)
     is_tuple = isinstance(arg, tuple)
-    args = arg if is_tuple else (arg,)
+    # str reads a tuple's real items (tuple C API), whatever a subclass says
+    # its length, items or iteration are; tuple.__getitem__ gets them too.
+    if not is_tuple:
+        args: tuple[Any, ...] = (arg,)
+    elif type(arg) is tuple:
+        args = arg
+    else:
+        args = tuple.__getitem__(arg, slice(None))
     if simple and len(args) == sum(1 for item in items if type(item) is _Spec):
         values = iter(args)
         return "".join(
             [item if type(item) is str else markup_of(next(values)) for item in items]
         )
-    mapping = None
-    if not is_tuple and not isinstance(arg, str) and hasattr(type(arg), "__getitem__"):
-        mapping = arg
+    mapping = arg if not is_tuple and not isinstance(arg, str) and _is_mapping(arg) else None
     out: list[str] = []
     index = 0
     for item in items:
@@ -280,26 +332,82 @@ def format_mod(fmt: str, arg: Any) -> str:
 
 
 # -- str.format ---------------------------------------------------------------
+#
+# str.format applies a field's conversion itself and then formats the str it
+# got, so a proxy could only escape before the spec (cutting "&lt;" to "&l").
+# The format string is therefore rewritten first: a conversion "!r" becomes
+# a lookup of the attribute "\0r" on the proxy, which converts (at the point
+# where str.format would) into a proxy that escapes after formatting; and a
+# field inside a spec gets "\0p", a proxy formatted without escaping, since
+# what it gives is a spec, as in an f-string (what that spec then adds to
+# the output is escaped by format_field).
+
+_MARKUP, _TEXT_FIELD, _PLAIN = 0, 1, 2
+_CONVERSION_ATTRS = {"\0s": str, "\0r": repr, "\0a": ascii}
+
+
+def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
+    out = []
+    for literal, field, spec, conversion in _string.formatter_parser(fmt):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if field is None:
+            continue
+        out.append("{" + field)
+        if conversion in ("s", "r", "a"):
+            out.append(".\0" + conversion)
+        elif conversion is not None:
+            out.append("!" + conversion)  # str.format's own error, in its place
+        if in_spec:
+            out.append(".\0p")
+        if spec:
+            # str.format refuses fields nested deeper than this itself.
+            nested = _rewrite_fields(spec, True, depth + 1) if depth < 2 else spec
+            out.append(":" + nested)
+        out.append("}")
+    return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _rewrite_format(fmt: str) -> str:
+    try:
+        return _rewrite_fields(fmt, False, 1)
+    except ValueError:
+        # Malformed: str.format raises, after what it formats before the fault.
+        return fmt
 
 
 class _FieldProxy:
     """Stands in for a ``str.format`` argument so that its output is escaped."""
 
-    __slots__ = ("_ptl_value",)
+    __slots__ = ("_ptl_value", "_ptl_mode")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, mode: int = _MARKUP) -> None:
         object.__setattr__(self, "_ptl_value", value)
+        object.__setattr__(self, "_ptl_mode", mode)
 
     def __getattribute__(self, name: str) -> Any:
-        return _FieldProxy(getattr(object.__getattribute__(self, "_ptl_value"), name))
+        value = object.__getattribute__(self, "_ptl_value")
+        if name[:1] == "\0":
+            if name == "\0p":
+                return _FieldProxy(value, _PLAIN)
+            convert = _CONVERSION_ATTRS.get(name)
+            if convert is not None:
+                return _FieldProxy(convert(value), _TEXT_FIELD)
+        return _FieldProxy(getattr(value, name))
 
     def __getitem__(self, key: Any) -> Any:
         return _FieldProxy(object.__getattribute__(self, "_ptl_value")[key])
 
     def __format__(self, spec: str) -> str:
-        return format_field(object.__getattribute__(self, "_ptl_value"), -1, spec)
+        value = object.__getattribute__(self, "_ptl_value")
+        mode = object.__getattribute__(self, "_ptl_mode")
+        if mode == _MARKUP:
+            return format_field(value, -1, spec)
+        if mode == _TEXT_FIELD:
+            return escape_str(format(value, spec))
+        return format(value, spec)
 
-    # Conversions (!s, !r, !a) are escaped before a format spec applies.
+    # Conversions that were not rewritten (a malformed format string).
     def __str__(self) -> str:
         return escape_str(str(object.__getattribute__(self, "_ptl_value")))
 
@@ -362,14 +470,15 @@ class HtmlTextBase(str):
         return _new_str(
             type(self),
             str.format(
-                self,
+                _rewrite_format(str.__str__(self)),
                 *[_FieldProxy(a) for a in args],
                 **{k: _FieldProxy(v) for k, v in kwargs.items()},
             ),
         )
 
     def format_map(self, mapping: Any) -> Any:
-        return _new_str(type(self), str.format_map(self, _MappingProxy(mapping)))
+        fmt = _rewrite_format(str.__str__(self))
+        return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
 
 
 # -- TemplateIO -----------------------------------------------------------------

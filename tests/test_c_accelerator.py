@@ -211,6 +211,10 @@ WORKLOAD = textwrap.dedent(
         # the name strings str.format creates, unless they are its singletons.
         ht("{0} {k.a} {0!r:>30}").format(s, k=Attrs())
         ht("{a[x]}").format_map({"a": {"x": s}})
+        ht("{0!r:.3}|{1:{2}}|{0!a:{3!s}}").format(s, ht("<b>"), '"^9', ">4")
+        ht("{a!s:.2}").format_map({"a": s})
+        api.format_field(ht("<b>"), -1, "<^9")
+        api.format_field(Markup(), -1, ht('"^9'))
         ht(Markup())
         io = api.TemplateIO(html=True)
         io += s
@@ -233,10 +237,16 @@ WORKLOAD = textwrap.dedent(
         expect(RuntimeError, lambda: ht("%s %s") % (s, Broken()))
         expect(RuntimeError, lambda: ht("<") + Broken())
         expect(KeyError, lambda: ht("{missing}").format(s))
+        expect(ValueError, lambda: ht("{0!r}{").format(s))
+        expect(ValueError, lambda: ht("{0!z}").format(s))
         expect(AttributeError, lambda: ht("{0.z}").format(s))
         expect(RuntimeError, io, Broken())
         expect(TypeError, lambda: ht("a") * "b")
-        expect(KeyError, api.format_field, s, 1, "")
+        expect(ValueError, api.format_field, s, 1, "")
+        expect(TypeError, api.format_field, s, 1.0, "")
+        io._parts = __import__("collections").deque()  # not a list: its append is called
+        io += s
+        str(io)
     """
 )
 

@@ -336,6 +336,24 @@ def test_fstring_fields_escaped_after_conversion_and_spec() -> None:
     assert m.f("<&>", 8) == "<a title='   &#x27;&lt;&amp;&gt;&#x27;'>&lt;&amp;</a>"
 
 
+def test_fstring_nested_spec_cannot_inject_markup() -> None:
+    """What a spec adds (the fill) is text: escaped, even around trusted markup."""
+    m = load(
+        """
+        def cell [html] (content, fill, align=">"):
+            f'<td title="{content:{fill}{align}8}">'
+        """
+    )
+    from ptl_wsgi.html import htmltext
+
+    assert m.cell(htmltext("ok"), '"') == '<td title="' + "&quot;" * 6 + 'ok">'
+    padded = "&lt;" * 2 + "<b>" + "&lt;" * 3
+    assert m.cell(htmltext("<b>"), "<", "^") == f'<td title="{padded}">'
+    assert m.cell("ok", '"') == '<td title="' + "&quot;" * 6 + 'ok">'
+    assert m.cell("<", "'") == '<td title="' + "&#x27;" * 7 + '&lt;">'
+    assert m.cell(htmltext("ok"), "*") == '<td title="******ok">'
+
+
 def test_fstring_spec_fstring_literals_stay_plain() -> None:
     tree = parse_ptl("def f [html] (x, w):\n    f'{x:>{w}}<'\n")
     source = ast.unparse(tree)

@@ -1028,3 +1028,226 @@ def test_python_twin_is_the_reference_and_always_available():
 
     assert implementation("python").name == "python"
     assert sys.modules["ptl_wsgi._htmltext_py"] is implementation("python").module
+
+
+# -- issue 12: the twins follow str with containers, constructors and codes ----
+
+
+class LyingTuple(tuple):
+    """A tuple whose Python-level sequence protocol disagrees with its items.
+
+    str's ``%`` reads a tuple's real items with the tuple C API, so these
+    overrides must not be seen.
+    """
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self):
+        return iter(("lie",))
+
+    def __getitem__(self, index):
+        return "lie"
+
+
+class LyingDict(dict):
+    """A dict subclass: str's ``%`` looks keys up with ``__getitem__`` (and never ``keys``)."""
+
+    def __getitem__(self, key):
+        return f"<{key}>"
+
+    def keys(self):
+        return ["never"]
+
+
+class TestStrIsTheReference:
+    @pytest.mark.parametrize("fmt", ["%s", "%5s|%s", "%s|%s", "%s %d", "%r"])
+    def test_tuple_subclass_uses_its_real_items(self, impl, fmt):
+        arg = LyingTuple(("a<", 2))
+        try:
+            expected = fmt % arg
+        except TypeError:
+            with pytest.raises(TypeError):
+                impl.htmltext(fmt) % arg
+            return
+        assert str(impl.htmltext(fmt) % arg) == esc(expected)
+
+    def test_dict_subclass_mapping_uses_getitem(self, impl):
+        arg = LyingDict(a=1)
+        assert "%(a)s|%(b)r" % arg == "<a>|'<b>'"  # noqa: UP031
+        assert str(impl.htmltext("%(a)s|%(b)r") % arg) == esc("<a>|'<b>'")
+
+    def test_mapping_is_what_str_takes_as_one(self, impl):
+        # deque has __getitem__ but no mapping slot: str does not take it as a
+        # mapping, so unused arguments are an error.
+        from collections import deque
+
+        with pytest.raises(TypeError):
+            "" % deque([1])  # noqa: F507, UP031
+        with pytest.raises(TypeError):
+            impl.htmltext("") % deque([1])
+        with pytest.raises(TypeError):
+            impl.htmltext("%(a)s") % deque([1])
+        assert str(impl.htmltext("") % [1]) == "" % [1]  # noqa: F507
+
+    @pytest.mark.parametrize("cls_name", ["base", "public", "subclass"])
+    def test_every_constructor_takes_html_markup(self, impl, cls_name):
+        base = impl.module.HtmlTextBase
+        cls = {
+            "base": base,
+            "public": impl.htmltext,
+            "subclass": type("Sub", (impl.htmltext,), {}),
+        }[cls_name]
+        obj = HtmlObject("<b>x</b>")
+        assert str(cls(obj)) == "<b>x</b>"
+        assert type(cls(obj)) is cls
+        assert str(cls.__new__(cls, obj)) == "<b>x</b>"
+        assert str(cls(value=obj)) == "<b>x</b>"
+        assert str(cls()) == ""
+        assert str(cls(Plain())) == str(Plain())  # trusted as given: htmltext(x) trusts x
+
+    def test_str_new_still_builds_from_str(self, impl):
+        # str.__new__ is str's constructor: it takes str(x) in both twins.
+        assert str(str.__new__(impl.htmltext, "<i>")) == "<i>"
+        assert type(str.__new__(impl.htmltext, "<i>")) is impl.htmltext
+
+    @pytest.mark.parametrize("conversion", [115.0, -1.0, "s", None, True])
+    def test_format_field_conversion_must_be_an_int(self, impl, conversion):
+        with pytest.raises(TypeError, match="conversion"):
+            impl.format_field("<", conversion, "")
+
+    @pytest.mark.parametrize("conversion", [0, 1, 120, ord("S"), -2, 1 << 40, 1 << 70])
+    def test_format_field_unknown_conversion_code(self, impl, conversion):
+        with pytest.raises(ValueError, match="conversion"):
+            impl.format_field("<", conversion, "")
+
+    def test_template_io_state_is_the_same_in_both_twins(self, impl):
+        out = impl.TemplateIO(html=True)
+        out += "<"
+        assert out._parts == ["&lt;"]
+        names = {n for n in dir(out) if not n.startswith("__")}
+        assert names == {"html", "_parts", "getvalue"}
+
+    def test_template_io_parts_replaced_by_any_list_like(self, impl):
+        class Recorder(list):
+            def append(self, item):
+                super().append(item.upper())
+
+        out = impl.TemplateIO()
+        out._parts = Recorder()
+        out += "a"
+        out("b")
+        assert out.getvalue() == "AB"
+        del out._parts
+        with pytest.raises(AttributeError):
+            out += "c"
+
+
+class TestSpecsAddOnlyText:
+    """A format spec can add characters (its fill): they are text, so escaped,
+    unless the spec itself is markup; the markup being formatted stays as is."""
+
+    @pytest.mark.parametrize(
+        ("spec", "expected"),
+        [
+            ('"^9', "&quot;" * 3 + "<b>" + "&quot;" * 3),
+            ("<<5", "<b>&lt;&lt;"),
+            ("&>4", "&amp;<b>"),
+            ("'>3", "<b>"),
+            ("*^7", "**<b>**"),
+            ('">2', "<b>"),
+            (">5", "  <b>"),
+            ('"<.0', ""),
+            ('"<6.2', "<b" + "&quot;" * 4),
+            ('">6.0', "&quot;" * 6),
+            ("\x00>5", "\x00\x00<b>"),
+        ],
+    )
+    @pytest.mark.parametrize("kind", ["htmltext", "html_object", "htmltext_subclass"])
+    def test_markup_value_with_untrusted_spec(self, impl, kind, spec, expected):
+        value = {
+            "htmltext": impl.htmltext,
+            "html_object": HtmlObject,
+            "htmltext_subclass": type("Sub", (impl.htmltext,), {}),
+        }[kind]("<b>")
+        result = impl.format_field(value, NO_CONVERSION, spec)
+        assert str(result) == expected
+        assert str(impl.htmltext("{0:" + spec + "}").format(value)) == expected
+
+    @pytest.mark.parametrize("spec_kind", ["htmltext", "markup"])
+    def test_trusted_spec_adds_markup(self, impl, spec_kind):
+        spec = {"htmltext": impl.htmltext, "markup": Markup}[spec_kind]('"^7')
+        assert str(impl.format_field(impl.htmltext("<b>"), NO_CONVERSION, spec)) == '""<b>""'
+        # An untrusted value is escaped whole, whatever the spec.
+        escaped = "&quot;" * 3 + "&lt;" + "&quot;" * 3
+        assert str(impl.format_field("<", NO_CONVERSION, spec)) == escaped
+
+    def test_htmltext_format_method_gives_untrusted_str(self, impl):
+        # format() and f-strings of htmltext are str's: a plain str, which is
+        # text, so what the spec added (and the markup) is escaped on meeting
+        # markup; the markup-aware formatting is format_field and .format.
+        ht = impl.htmltext("<b>")
+        result = format(ht, '"^7')
+        assert type(result) is str
+        assert result == '""<b>""'
+        assert str(impl.htmltext("") + result) == esc(result)
+
+    def test_bad_specs_raise_like_str(self, impl):
+        for spec in ("d", "=5", "+", ",", "#"):
+            with pytest.raises(ValueError):
+                impl.format_field(impl.htmltext("x"), NO_CONVERSION, spec)
+            with pytest.raises(ValueError):
+                impl.format_field(HtmlObject("x"), NO_CONVERSION, spec)
+
+
+class TestFormatConvertsBeforeEscaping:
+    """.format/.format_map apply a field's conversion and spec to the raw
+    value, then escape, as % and f-strings do: a spec never cuts an entity."""
+
+    @pytest.mark.parametrize(
+        ("fmt", "args", "expected"),
+        [
+            ("{0!s:.2}", ("<<<",), "&lt;&lt;"),
+            ("{0!r:.2}", ("<<<",), "&#x27;&lt;"),
+            ("{0!a:.3}", ("<é",), "&#x27;&lt;\\"),
+            ("{!s:>4}", ("&",), "   &amp;"),
+            ("{0!s:{1}}", ("<<<", ".1"), "&lt;"),
+            ("{0!r}", ("<",), "&#x27;&lt;&#x27;"),
+            ("{0[a]!s:.1}", ({"a": "<>"},), "&lt;"),
+            ("{0.real!r:.1}", (5,), "5"),
+        ],
+    )
+    def test_conversion_then_spec_then_escaping(self, impl, fmt, args, expected):
+        assert str(impl.htmltext(fmt).format(*args)) == expected
+        kwfmt = fmt.replace("{0", "{v").replace("{1", "{w").replace("{!", "{v!")
+        mapping = dict(zip("vw", args, strict=False))
+        assert str(impl.htmltext(kwfmt).format(**mapping)) == expected
+        assert str(impl.htmltext(kwfmt).format_map(mapping)) == expected
+
+    @pytest.mark.parametrize(
+        ("fmt", "args"),
+        [
+            ("{0:{1}}", ("ab", '">5')),
+            ("{:{}}", ("ab", ">4")),
+            ("{!r:{}}", ("ab", ">6")),
+            ("{0:{1}{2}}", ("<", "<", ">4")),
+            ("{0:{1!s}}", ("ab", ">3")),
+        ],
+    )
+    def test_nested_spec_fields_are_the_raw_values_as_with_str(self, impl, fmt, args):
+        # The spec a nested field builds is formatted like str.format's; what
+        # that spec then adds to the output is escaped like the value.
+        assert str(impl.htmltext(fmt).format(*args)) == esc(fmt.format(*args))
+
+    def test_nested_spec_around_markup(self, impl):
+        result = impl.htmltext("{0:{1}>5}").format(impl.htmltext("<b>"), '"')
+        assert str(result) == "&quot;&quot;<b>"
+
+    @pytest.mark.parametrize(
+        "fmt", ["{0!z}", "{0!}", "{", "}", "{0:{1:{2}}}", "{0!r:{5}}", "{}{0}", "{0:{"]
+    )
+    def test_errors_are_str_errors(self, impl, fmt):
+        with pytest.raises(Exception) as expected:
+            fmt.format("a", "b", "c")
+        with pytest.raises(expected.type):
+            impl.htmltext(fmt).format("a", "b", "c")

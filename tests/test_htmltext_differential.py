@@ -75,6 +75,29 @@ class Text(str):
     """A str subclass without ``__html__``: untrusted."""
 
 
+class LyingTuple(tuple):
+    """A tuple whose Python-level protocol hides its items: str's % ignores it."""
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self):
+        return iter(("lie",))
+
+    def __getitem__(self, index: Any) -> Any:
+        return "lie<"
+
+
+class LyingDict(dict):
+    """A dict subclass: str's % looks its keys up with ``__getitem__``, never ``keys``."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return f"<{key}>" if key == "b" else dict.__getitem__(self, key)
+
+    def keys(self):
+        return ["never"]
+
+
 def leaf_values(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[tuple]:
     return st.one_of(
         text_strategy.map(lambda s: ("str", s)),
@@ -99,6 +122,8 @@ values = st.recursive(
         st.lists(inner, max_size=3).map(lambda items: ("tuple", items)),
         st.lists(inner, max_size=3).map(lambda items: ("list", items)),
         st.dictionaries(KEYS, inner, max_size=3).map(lambda d: ("dict", d)),
+        st.lists(inner, max_size=3).map(lambda items: ("lytuple", items)),
+        st.dictionaries(KEYS, inner, max_size=3).map(lambda d: ("lydict", d)),
     ),
     max_leaves=6,
 )
@@ -129,6 +154,10 @@ def build(desc: tuple, impl: Any) -> Any:
         return [build(d, impl) for d in desc[1]]
     if kind == "dict":
         return {k: build(d, impl) for k, d in desc[1].items()}
+    if kind == "lytuple":
+        return LyingTuple(build(d, impl) for d in desc[1])
+    if kind == "lydict":
+        return LyingDict({k: build(d, impl) for k, d in desc[1].items()})
     raise AssertionError(desc)
 
 
@@ -169,8 +198,15 @@ BRACE_TOKENS = [
 ]  # fmt: skip
 brace_formats = st.lists(st.one_of(st.sampled_from(BRACE_TOKENS), texts), max_size=5).map("".join)
 SPECS = ["", ">5", "<3", "^7", "*^9", ".2", ".2f", "x", "#x", ",", "d", "05", "+", "!", "%"]
-specs = st.one_of(st.sampled_from(SPECS), texts)
+# Specs whose fill needs escaping, as a nested f-string spec can build them.
+FILL_SPECS = ['"^9', "<<5", "&>4", "'^3", '"<6.2', "<>8.0", "\0>5", ">>2"]
+specs = st.one_of(st.sampled_from(SPECS + FILL_SPECS), texts)
 CONVERSIONS = [-1, ord("s"), ord("r"), ord("a")]
+# Anything else given as a conversion code must fail the same way in both.
+odd_conversions = st.one_of(
+    st.sampled_from([115.0, -1.0, True, False, None, "s", 0, 1, 120, ord("S"), 1 << 70]),
+    st.integers(-5, 200),
+)
 counts = st.one_of(
     st.integers(-2, 6).map(lambda n: ("int", n)),
     st.sampled_from([("float", 2.0), ("str", "2"), ("none",), ("bool", True)]),
@@ -287,6 +323,74 @@ def test_html_join_and_plain_join(twins, parts):
 @given(values, st.sampled_from(CONVERSIONS), specs)
 def test_format_field(twins, value, conversion, spec):
     assert_same(twins, lambda impl: impl.format_field(build(value, impl), conversion, spec))
+
+
+@DIFF
+@given(values, st.one_of(st.sampled_from(CONVERSIONS), odd_conversions), specs)
+def test_format_field_any_conversion(twins, value, conversion, spec):
+    assert_same(twins, lambda impl: impl.format_field(build(value, impl), conversion, spec))
+
+
+@DIFF
+@given(values, st.sampled_from(CONVERSIONS), specs, st.sampled_from(["ht", "markup", "strsub"]))
+def test_format_field_spec_kinds(twins, value, conversion, spec, kind):
+    """A spec that is markup is trusted, any other str spec is not: same in both."""
+    assert_same(
+        twins,
+        lambda impl: impl.format_field(build(value, impl), conversion, build((kind, spec), impl)),
+    )
+
+
+@DIFF
+@given(values)
+def test_every_constructor(twins, value):
+    def constructors(impl):
+        subclass = type("Sub", (impl.htmltext,), {})
+        return [
+            impl.module.HtmlTextBase(build(value, impl)),
+            impl.htmltext(build(value, impl)),
+            subclass(build(value, impl)),
+            impl.htmltext.__new__(impl.htmltext, build(value, impl)),
+            impl.module.HtmlTextBase.__new__(subclass, value=build(value, impl)),
+            str.__new__(impl.htmltext, build(value, impl)),
+        ]
+
+    python, c = twins
+    expected = outcome(constructors, python)
+    assert outcome(constructors, c) == expected
+
+
+BRACE_SPEC_FIELDS = ["{0:{1}}", "{0!r:{1}}", "{0:{1}{2}}", "{:{}}", "{0!s:{1!r}}", "{a:{b}}"]
+
+
+@DIFF
+@given(
+    st.lists(st.one_of(st.sampled_from(BRACE_SPEC_FIELDS + BRACE_TOKENS), texts), max_size=4).map(
+        "".join
+    ),
+    st.lists(st.one_of(values, st.sampled_from(FILL_SPECS).map(lambda s: ("str", s))), max_size=3),
+    st.dictionaries(KEYS, st.one_of(values, st.sampled_from(FILL_SPECS).map(lambda s: ("str", s)))),
+)
+def test_format_nested_specs(twins, fmt, args, kwargs):
+    def call(impl):
+        return impl.htmltext(fmt).format(
+            *[build(a, impl) for a in args], **{k: build(v, impl) for k, v in kwargs.items()}
+        )
+
+    assert_same(twins, call)
+
+
+@DIFF
+@given(st.booleans(), st.lists(values, max_size=4))
+def test_template_io_state(twins, html_mode, items):
+    def run(impl):
+        out = impl.TemplateIO(html=html_mode)
+        for item in items:
+            out += build(item, impl)
+        names = sorted(n for n in dir(out) if not n.startswith("__"))
+        return (names, list(out._parts))
+
+    assert_same(twins, run)
 
 
 widths = st.integers(-2, 30).map(lambda n: ("int", n))
