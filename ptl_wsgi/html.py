@@ -197,15 +197,41 @@ def _unpickle(text: str, twin: str | None = None) -> Any:
     return htmltext(text)
 
 
-# Quixote's helpers and the text filters, bound to the active twin.  Imported
-# last: the helpers use ptl_wsgi.safety, which imports this module's names above.
-from ptl_wsgi._helpers import Helpers as _Helpers  # noqa: E402
-from ptl_wsgi._helpers import ValuelessAttr, pluralize, truncate  # noqa: E402
+# Quixote's helpers and the text filters, bound to the active twin.  Loaded on
+# first use: they need ptl_wsgi.safety (re, urllib, secrets), which a template
+# served from the bytecode cache never does.
+_HELPERS = frozenset({"htmltag", "href", "url_quote", "url_with_query", "nl2br", "js_escape"})
+_FILTERS = frozenset({"ValuelessAttr", "pluralize", "truncate"})
 
-_helpers = _Helpers(_active)
-htmltag = _helpers.htmltag
-href = _helpers.href
-url_quote = _helpers.url_quote
-url_with_query = _helpers.url_with_query
-nl2br = _helpers.nl2br
-js_escape = _helpers.js_escape
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # what __getattr__ below gives, as type checkers should see it
+    from ptl_wsgi._helpers import Helpers, ValuelessAttr, pluralize, truncate
+
+    _typed = Helpers(_active)
+    htmltag = _typed.htmltag
+    href = _typed.href
+    url_quote = _typed.url_quote
+    url_with_query = _typed.url_with_query
+    nl2br = _typed.nl2br
+    js_escape = _typed.js_escape
+
+
+@cache
+def _bound_helpers() -> Any:
+    from ptl_wsgi._helpers import Helpers
+
+    return Helpers(_active)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HELPERS:
+        value = getattr(_bound_helpers(), name)
+    elif name in _FILTERS:
+        from ptl_wsgi import _helpers
+
+        value = getattr(_helpers, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -20,9 +20,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Modules a render from the cache must not import: the compiler's dependencies
-#: (inspect and dis import ast and tokenize) and the web frameworks.
+#: (inspect and dis import ast and tokenize), the helpers of ptl_wsgi.html and
+#: ptl_wsgi.safety (urllib, secrets), and the web frameworks.
 HEAVY = (
     "ptl_wsgi.compiler",
+    "ptl_wsgi._helpers",
+    "ptl_wsgi.safety",
+    "secrets",
     "ast",
     "tokenize",
     "inspect",
