@@ -16,9 +16,13 @@ Rules shared by every operation here:
 from __future__ import annotations
 
 import _string
-from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+
+# Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 _new_str = str.__new__
 

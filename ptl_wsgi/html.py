@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import copyreg
 import os
-from collections.abc import Iterable
 from functools import cache
 from types import ModuleType, SimpleNamespace
-from typing import Any
 
 from ptl_wsgi import _htmltext_py
+
+# Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = [
     "htmltext",
@@ -204,7 +208,6 @@ _HELPERS = frozenset({"htmltag", "href", "url_quote", "url_with_query", "nl2br",
 _FILTERS = frozenset({"ValuelessAttr", "pluralize", "truncate"})
 
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:  # what __getattr__ below gives, as type checkers should see it
     from ptl_wsgi._helpers import Helpers, ValuelessAttr, pluralize, truncate
 
