@@ -20,6 +20,7 @@ Flask's and Django's loaders search their folders::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -28,11 +29,13 @@ import itertools
 import os
 import sys
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import GeneratorType, MappingProxyType, ModuleType
 from typing import Any
+
+from ptl_wsgi._iterate import InContext, setting
 
 __all__ = [
     "DEFAULT_FUNCTION",
@@ -147,7 +150,8 @@ class Template:
         finally:
             _render_var.reset(token)
         if isinstance(result, GeneratorType):
-            return _InRenderContext(result, current)
+            # A stream runs after this returned, perhaps where a server iterates it.
+            return InContext(result, functools.partial(setting, _render_var, current))
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -155,38 +159,6 @@ class Template:
 
     def __repr__(self) -> str:
         return f"<Template {self.name!r} from {self.filename}>"
-
-
-class _InRenderContext(Iterator[Any]):
-    """A generator template's output, each step run with its render context current.
-
-    A stream is iterated after :meth:`Template.render` returned (by a server,
-    perhaps in another context), so the context is set and reset around every
-    step rather than held; ``close()`` is forwarded, under it too.
-    """
-
-    __slots__ = ("_context", "_generator")
-
-    def __init__(self, generator: Generator[Any, None, Any], context: Mapping[str, Any]) -> None:
-        self._generator = generator
-        self._context = context
-
-    def __iter__(self) -> _InRenderContext:
-        return self
-
-    def __next__(self) -> Any:
-        token = _render_var.set(self._context)
-        try:
-            return next(self._generator)
-        finally:
-            _render_var.reset(token)
-
-    def close(self) -> None:
-        token = _render_var.set(self._context)
-        try:
-            self._generator.close()
-        finally:
-            _render_var.reset(token)
 
 
 class Loader:
