@@ -24,7 +24,6 @@ import contextlib
 import inspect
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import CodeType, FrameType, ModuleType
@@ -48,6 +47,7 @@ from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
+from ptl_wsgi.tracebacks import template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
 
@@ -418,11 +418,8 @@ def _annotate(exc: Exception, template: Template | None = None) -> None:
     if hasattr(exc, "template_debug"):
         return
     own = template.template.filename if template is not None else None
-    location = None
-    for frame, line in traceback.walk_tb(exc.__traceback__):
-        filename = frame.f_code.co_filename
-        if filename.endswith(".ptl") or filename == own:
-            location = filename, line
+    frame = template_frame(exc.__traceback__, own)
+    location = (frame.filename, frame.lineno or 0) if frame is not None else None
     if location is None and template is not None:
         # Raised before the template ran (a parameter the context lacks): point at its def.
         code = getattr(template.template.function, "__code__", None)
