@@ -180,9 +180,10 @@ class Loader:
         self._install_package()
 
     def _install_package(self) -> None:
-        from ptl_wsgi.importer import install
+        from ptl_wsgi.importer import install_for
 
-        install()
+        # For this package alone: templates import each other, the process's imports stay.
+        install_for(self.package)
         spec = importlib.machinery.ModuleSpec(self.package, None, is_package=True)
         spec.submodule_search_locations = self.search_path
         package = importlib.util.module_from_spec(spec)
@@ -242,9 +243,12 @@ class Loader:
 
     def close(self) -> None:
         """Forget this loader's modules (they stay alive while templates are in use)."""
+        from ptl_wsgi.importer import uninstall_for
+
         with self._lock:
             self._purge()
             sys.modules.pop(self.package, None)
+            uninstall_for(self.package)
 
     # -- internals ----------------------------------------------------------------
 
