@@ -243,8 +243,12 @@ def _traceback_location(exc: BaseException, path: str) -> str:
     """``file:line:col: Type: message`` at the innermost frame in a .ptl file."""
     import traceback
 
-    frames = traceback.extract_tb(exc.__traceback__)
-    frame = ([f for f in frames if f.filename.endswith(".ptl")] or frames or [None])[-1]
+    from ptl_wsgi.tracebacks import template_frame
+
+    frame = template_frame(exc.__traceback__)
+    if frame is None:  # raised before any template ran: the innermost frame of all
+        frames = traceback.extract_tb(exc.__traceback__)
+        frame = frames[-1] if frames else None
     where = f"{path}:1:1"
     if frame is not None:
         # The file as the user named it, when the error is in that file.

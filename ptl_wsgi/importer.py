@@ -36,8 +36,10 @@ __all__ = [
     "cache_path",
     "code_for_path",
     "install",
+    "install_for",
     "load_module_from_path",
     "precompile",
+    "uninstall_for",
 ]
 
 SUFFIX = ".ptl"
@@ -235,15 +237,59 @@ def _found_elsewhere(fullname: str, entries: list[str]) -> str | None:
     return spec.origin
 
 
+class _PackageFinder:
+    """A :class:`PtlFinder` answering only inside the top-level *packages*: those of
+    template loaders, so that a ``Loader`` leaves the rest of the process's imports alone.
+
+    Not a PtlFinder subclass: :func:`install` must still see that none is installed.
+    """
+
+    def __init__(self) -> None:
+        self.packages: set[str] = set()
+        self._finder = PtlFinder()
+
+    def invalidate_caches(self) -> None:
+        """Forget directory listings (called by ``importlib.invalidate_caches()``)."""
+        self._finder.invalidate_caches()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """As :meth:`PtlFinder.find_spec`, for a submodule of one of the packages."""
+        if path is None or fullname.partition(".")[0] not in self.packages:
+            return None
+        return self._finder.find_spec(fullname, path, target)
+
+
+_package_finder = _PackageFinder()
+
+
+def _insert(finder: PtlFinder | _PackageFinder) -> None:
+    """Put *finder* on ``sys.meta_path`` just before the standard path finder."""
+    for index, other in enumerate(sys.meta_path):
+        if other is importlib.machinery.PathFinder:
+            sys.meta_path.insert(index, finder)
+            return
+    sys.meta_path.append(finder)
+
+
 def install() -> None:
     """Make ``.ptl`` files importable (idempotent)."""
-    if any(isinstance(finder, PtlFinder) for finder in sys.meta_path):
-        return
-    for index, finder in enumerate(sys.meta_path):
-        if finder is importlib.machinery.PathFinder:
-            sys.meta_path.insert(index, PtlFinder())
-            return
-    sys.meta_path.append(PtlFinder())
+    if not any(isinstance(finder, PtlFinder) for finder in sys.meta_path):
+        _insert(PtlFinder())
+
+
+def install_for(package: str) -> None:
+    """Make ``.ptl`` files importable inside the top-level *package* alone (idempotent)."""
+    _package_finder.packages.add(package)
+    # Checked each time: a test (or a user) may have restored an older sys.meta_path.
+    if not any(finder is _package_finder for finder in sys.meta_path):
+        _insert(_package_finder)
+
+
+def uninstall_for(package: str) -> None:
+    """Undo :func:`install_for` for *package*; the others keep their imports."""
+    _package_finder.packages.discard(package)
 
 
 def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> ModuleType:

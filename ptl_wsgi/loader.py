@@ -20,6 +20,7 @@ Flask's and Django's loaders search their folders::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -33,10 +34,13 @@ from _thread import RLock
 from contextvars import ContextVar
 from types import FunctionType, GeneratorType, MappingProxyType, ModuleType
 
+from ptl_wsgi._iterate import InContext, setting
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
+
 
 __all__ = [
     "DEFAULT_FUNCTION",
@@ -140,7 +144,8 @@ class Template:
         finally:
             _render_var.reset(token)
         if isinstance(result, GeneratorType):
-            return _InRenderContext(result, current)
+            # A stream runs after this returned, perhaps where a server iterates it.
+            return InContext(result, functools.partial(setting, _render_var, current))
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -148,38 +153,6 @@ class Template:
 
     def __repr__(self) -> str:
         return f"<Template {self.name!r} from {self.filename}>"
-
-
-class _InRenderContext:
-    """A generator template's output, each step run with its render context current.
-
-    A stream is iterated after :meth:`Template.render` returned (by a server,
-    perhaps in another context), so the context is set and reset around every
-    step rather than held; ``close()`` is forwarded, under it too.
-    """
-
-    __slots__ = ("_context", "_generator")
-
-    def __init__(self, generator: Generator[Any, None, Any], context: Mapping[str, Any]) -> None:
-        self._generator = generator
-        self._context = context
-
-    def __iter__(self) -> _InRenderContext:
-        return self
-
-    def __next__(self) -> Any:
-        token = _render_var.set(self._context)
-        try:
-            return next(self._generator)
-        finally:
-            _render_var.reset(token)
-
-    def close(self) -> None:
-        token = _render_var.set(self._context)
-        try:
-            self._generator.close()
-        finally:
-            _render_var.reset(token)
 
 
 class Loader:
@@ -201,9 +174,10 @@ class Loader:
         self._install_package()
 
     def _install_package(self) -> None:
-        from ptl_wsgi.importer import install
+        from ptl_wsgi.importer import install_for
 
-        install()
+        # For this package alone: templates import each other, the process's imports stay.
+        install_for(self.package)
         spec = importlib.machinery.ModuleSpec(self.package, None, is_package=True)
         spec.submodule_search_locations = self.search_path
         package = importlib.util.module_from_spec(spec)
@@ -263,9 +237,12 @@ class Loader:
 
     def close(self) -> None:
         """Forget this loader's modules (they stay alive while templates are in use)."""
+        from ptl_wsgi.importer import uninstall_for
+
         with self._lock:
             self._purge()
             sys.modules.pop(self.package, None)
+            uninstall_for(self.package)
 
     # -- internals ----------------------------------------------------------------
 

@@ -14,20 +14,25 @@ encoding inside ``<script>``.  This module covers those cases:
   ``<script type="application/json">`` element;
 * :func:`new_nonce`, :func:`csp_nonce`, :func:`nonce_scope` and
   :func:`content_security_policy` -- a per-request Content-Security-Policy
-  nonce kept in a context variable.
+  nonce; they live in :mod:`ptl_wsgi.csp` and are re-exported here, their
+  former home, so existing imports keep working.
 """
 
 from __future__ import annotations
 
-import contextvars
 import html
 import json
 import re
-import secrets
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ptl_wsgi.csp import (
+    CSP_NONCE_KEY,
+    content_security_policy,
+    csp_nonce,
+    new_nonce,
+    nonce_scope,
+)
 from ptl_wsgi.html import htmlescape, htmltext
 
 __all__ = [
@@ -301,99 +306,3 @@ def json_script(value: Any, element_id: str | None = None, nonce: str | None = N
     body = _JSON_UNSAFE.sub(_json_escape, text)
     attributes = attrs({"type": "application/json", "id": element_id, "nonce": nonce})
     return htmltext(f"<script{attributes}>{body}</script>")
-
-
-# -- Content-Security-Policy nonces ------------------------------------------------
-
-_nonce: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "ptl_wsgi_csp_nonce", default=None
-)
-
-#: Where the framework adapters keep the request's nonce: the WSGI environ
-#: (Flask's ``request.environ``, Django's ``request.META``).  Unlike the context
-#: variable, it is there for as long as the request object lives.
-CSP_NONCE_KEY = "ptl_wsgi.csp_nonce"
-
-_DIRECTIVE_NAME = re.compile(r"[a-z][a-z0-9\-]*\Z")
-# Printable ASCII but for space, "," and ";", which would split the header.
-_CSP_SOURCE = re.compile(r"[\x21-\x2b\x2d-\x3a\x3c-\x7e]+\Z")
-
-
-def new_nonce() -> str:
-    """Make a fresh nonce the current one (for this context) and return it.
-
-    Call it once per request, before rendering; prefer :func:`nonce_scope`,
-    which also forgets the nonce afterwards.
-    """
-    nonce = secrets.token_urlsafe(18)
-    _nonce.set(nonce)
-    return nonce
-
-
-def csp_nonce() -> str:
-    """The current request's nonce, for ``<script nonce="...">`` in templates.
-
-    Raises LookupError when no request has set one (see :func:`nonce_scope`);
-    making one up here would give scripts a nonce the header never names.
-    """
-    nonce = _nonce.get()
-    if nonce is None:
-        raise LookupError(
-            "no CSP nonce in this context: wrap the request in "
-            "ptl_wsgi.safety.nonce_scope() or call new_nonce() first"
-        )
-    return nonce
-
-
-@contextmanager
-def nonce_scope(nonce: str | None = None) -> Iterator[str]:
-    """Set a fresh nonce (or *nonce*) for one request and restore the old state after.
-
-    Restoring matters: a server that reuses threads would otherwise hand one
-    request's nonce to the next.  Passing the request's *nonce* again re-enters
-    its scope, e.g. around each step of a streamed response body.
-    """
-    if nonce is None:
-        nonce = secrets.token_urlsafe(18)
-    token = _nonce.set(nonce)
-    try:
-        yield nonce
-    finally:
-        _nonce.reset(token)
-
-
-def content_security_policy(
-    nonce: str | None = None, directives: Mapping[str, str | Iterable[str] | None] | None = None
-) -> str:
-    """The value of a ``Content-Security-Policy`` header allowing scripts by *nonce*.
-
-    *nonce* defaults to :func:`csp_nonce`.  The base policy is a strict one::
-
-        script-src 'nonce-N' 'strict-dynamic'; object-src 'none'; base-uri 'none'
-
-    *directives* adds or replaces directives (a value may be a string or a
-    list of sources; ``None`` removes the directive), e.g.
-    ``{"default-src": "'self'", "frame-ancestors": "'none'"}``.  Raises
-    ValueError for a directive name or source that would corrupt the header.
-    """
-    if nonce is None:
-        nonce = csp_nonce()
-    policy: dict[str, str | Iterable[str] | None] = {
-        "script-src": (f"'nonce-{nonce}'", "'strict-dynamic'"),
-        "object-src": "'none'",
-        "base-uri": "'none'",
-    }
-    for name, sources in (directives or {}).items():
-        policy[name.lower()] = sources  # directive names ignore case
-    parts = []
-    for name, sources in policy.items():
-        if sources is None:
-            continue
-        if _DIRECTIVE_NAME.match(name) is None:
-            raise ValueError(f"invalid CSP directive name {name!r}")
-        words = sources.split() if isinstance(sources, str) else list(sources)
-        for word in words:
-            if _CSP_SOURCE.match(word) is None:
-                raise ValueError(f"invalid CSP source {word!r} in {name}")
-        parts.append(" ".join([name, *words]))
-    return "; ".join(parts)

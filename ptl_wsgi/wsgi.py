@@ -23,11 +23,12 @@ The request being served is available to templates through
 :func:`current_request`, which reads a context variable, so one application
 object serves many threads at once.  :class:`CSP` adds a Content-Security-Policy
 with a per-request nonce, which templates read with
-:func:`ptl_wsgi.safety.csp_nonce`.
+:func:`ptl_wsgi.csp.csp_nonce` (also :func:`ptl_wsgi.safety.csp_nonce`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import traceback
@@ -39,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
+from ptl_wsgi._iterate import in_context, setting
+from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
 from ptl_wsgi.headers import HeaderError, check_headers, check_status
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import is_html_type, markup, text
-from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -253,50 +255,11 @@ def _strict_start_response(start_response: StartResponse) -> StartResponse:
     return start  # type: ignore[return-value]
 
 
-class _InContext:
-    """Iterate a response body with *request* current, keeping ``close()``."""
-
-    __slots__ = ("_app_iter", "_iter", "_request")
-
-    def __init__(self, app_iter: Iterable[bytes], request: Request) -> None:
-        self._app_iter = app_iter
-        self._iter: Iterator[bytes] | None = None
-        self._request = request
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        token = _request_var.set(self._request)
-        try:
-            if self._iter is None:
-                self._iter = iter(self._app_iter)
-            return next(self._iter)
-        finally:
-            _request_var.reset(token)
-
-    def close(self) -> None:
-        close = getattr(self._app_iter, "close", None)
-        if close is not None:
-            token = _request_var.set(self._request)
-            try:
-                close()
-            finally:
-                _request_var.reset(token)
-
-
-def _is_file_wrapper(app_iter: Any, environ: WSGIEnvironment) -> bool:
-    wrapper = environ.get("wsgi.file_wrapper")
-    return isinstance(wrapper, type) and isinstance(app_iter, wrapper)
-
-
 def _respond(
     app_iter: Iterable[bytes], request: Request, environ: WSGIEnvironment
 ) -> Iterable[bytes]:
-    # Lists need no context; wrapping a server's file wrapper would defeat sendfile().
-    if isinstance(app_iter, (list, tuple)) or _is_file_wrapper(app_iter, environ):
-        return app_iter
-    return _InContext(app_iter, request)
+    """*app_iter* with *request* current while the server iterates and closes it."""
+    return in_context(app_iter, functools.partial(setting, _request_var, request), environ)
 
 
 class View:
@@ -437,44 +400,13 @@ class Middleware:
 # -- Content-Security-Policy -----------------------------------------------------------------
 
 
-class _InNonceScope:
-    """Iterate a response body inside the request's nonce scope, keeping ``close()``.
-
-    The scope is entered and left around each step, not held from one step to
-    the next: the server may iterate from another context (a reset there would
-    fail), or stop iterating, and between steps the thread may serve others.
-    """
-
-    __slots__ = ("_app_iter", "_iter", "_nonce")
-
-    def __init__(self, app_iter: Iterable[bytes], nonce: str) -> None:
-        self._app_iter = app_iter
-        self._iter: Iterator[bytes] | None = None
-        self._nonce = nonce
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        with nonce_scope(self._nonce):
-            if self._iter is None:
-                self._iter = iter(self._app_iter)
-            return next(self._iter)
-
-    def close(self) -> None:
-        close = getattr(self._app_iter, "close", None)
-        if close is not None:
-            with nonce_scope(self._nonce):
-                close()
-
-
 class CSP:
     """Wrap a WSGI application to send a ``Content-Security-Policy`` with a fresh nonce.
 
     While the application runs and while its body is iterated,
-    :func:`ptl_wsgi.safety.csp_nonce` returns the request's nonce (it is also
+    :func:`ptl_wsgi.csp.csp_nonce` returns the request's nonce (it is also
     in ``environ["ptl_wsgi.csp_nonce"]``), and the response's header names
-    it.  *directives* go to :func:`~ptl_wsgi.safety.content_security_policy`.
+    it.  *directives* go to :func:`~ptl_wsgi.csp.content_security_policy`.
     A response that already has the header keeps its own.
     """
 
@@ -484,22 +416,19 @@ class CSP:
         directives: Mapping[str, str | Iterable[str] | None] | None = None,
     ) -> None:
         self.app = app
-        self.directives = dict(directives or {})
-        content_security_policy("n", self.directives)  # a bad directive fails here, not per request
+        self.directives = check_directives(directives)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        with nonce_scope() as nonce:
-            environ[CSP_NONCE_KEY] = nonce
-            policy = content_security_policy(nonce, self.directives)
+        state = RequestNonce(environ)
+        policy = state.policy(self.directives)
 
-            def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-                if not any(name.lower() == "content-security-policy" for name, _ in headers):
-                    headers = [*headers, ("Content-Security-Policy", policy)]
-                if exc_info is None:
-                    return start_response(status, headers)
-                return start_response(status, headers, exc_info)
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if not any(name.lower() == HEADER.lower() for name, _ in headers):
+                headers = [*headers, (HEADER, policy)]
+            if exc_info is None:
+                return start_response(status, headers)
+            return start_response(status, headers, exc_info)
 
+        with state:
             app_iter = self.app(environ, start)
-        if isinstance(app_iter, (list, tuple)) or _is_file_wrapper(app_iter, environ):
-            return app_iter
-        return _InNonceScope(app_iter, nonce)
+        return state.iterate(app_iter, environ)

@@ -4,6 +4,7 @@ Which test covers which page:
 
 * docs/ptl-reference.md: tests/test_ptl_conformance.py::test_reference_examples
 * docs/security.md: tests/test_safety.py::test_security_doc_examples
+* docs/architecture.md (no examples, an import graph): tests/test_rooms.py
 * the pages in ``RUN``: run here, by the convention below
 * the pages in ``FRAGMENTS`` (excerpts of larger applications, using names they do not
   define): each ``python`` block compiles here, as PTL when it is a template module
@@ -40,7 +41,7 @@ from ptl_wsgi.cli import build_parser
 from ptl_wsgi.compiler import compile_ptl
 
 DOCS = REPO / "docs"
-ELSEWHERE = {"ptl-reference.md", "security.md"}
+ELSEWHERE = {"ptl-reference.md", "security.md", "architecture.md"}
 RUN = [
     "index.md",
     "tutorial.md",

@@ -24,7 +24,6 @@ import contextlib
 import inspect
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import CodeType, FrameType, ModuleType
@@ -45,9 +44,10 @@ from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
-from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
+from ptl_wsgi.tracebacks import template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
 
@@ -234,9 +234,9 @@ class CSPMiddleware:
     """Send a ``Content-Security-Policy`` naming a fresh nonce with every response.
 
     The nonce is ``csp_nonce`` in PTL templates rendered with the request,
-    ``request.META["ptl_wsgi.csp_nonce"]``, and :func:`ptl_wsgi.safety.csp_nonce`
+    ``request.META["ptl_wsgi.csp_nonce"]``, and :func:`ptl_wsgi.csp.csp_nonce`
     while the view runs.  The ``PTL_CSP_DIRECTIVES`` setting adds directives
-    (see :func:`~ptl_wsgi.safety.content_security_policy`).  A response that
+    (see :func:`~ptl_wsgi.csp.content_security_policy`).  A response that
     already has the header keeps its own.  Sync and async.
     """
 
@@ -245,9 +245,8 @@ class CSPMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
-        self.directives = getattr(settings, "PTL_CSP_DIRECTIVES", None) or {}
         try:
-            content_security_policy("n", self.directives)
+            self.directives = check_directives(getattr(settings, "PTL_CSP_DIRECTIVES", None))
         except ValueError as exc:
             raise ImproperlyConfigured(f"PTL_CSP_DIRECTIVES: {exc}") from None
         self.is_async = iscoroutinefunction(get_response)
@@ -257,21 +256,20 @@ class CSPMiddleware:
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self._acall(request)
-        with nonce_scope() as nonce:
-            request.META[CSP_NONCE_KEY] = nonce
+        state = RequestNonce(request.META)
+        with state:
             response = self.get_response(request)
-        return self._add_header(response, nonce)
+        return self._add_header(response, state)
 
     async def _acall(self, request: HttpRequest) -> HttpResponse:
-        # Set and reset within this coroutine: one task, one context.
-        with nonce_scope() as nonce:
-            request.META[CSP_NONCE_KEY] = nonce
+        # Opened and closed within this coroutine: one task, one context.
+        state = RequestNonce(request.META)
+        with state:
             response = await self.get_response(request)
-        return self._add_header(response, nonce)
+        return self._add_header(response, state)
 
-    def _add_header(self, response: HttpResponse, nonce: str) -> HttpResponse:
-        policy = content_security_policy(nonce, self.directives)
-        response.setdefault("Content-Security-Policy", policy)
+    def _add_header(self, response: HttpResponse, state: RequestNonce) -> HttpResponse:
+        response.setdefault(HEADER, state.policy(self.directives))
         return response
 
 
@@ -420,11 +418,8 @@ def _annotate(exc: Exception, template: Template | None = None) -> None:
     if hasattr(exc, "template_debug"):
         return
     own = template.template.filename if template is not None else None
-    location = None
-    for frame, line in traceback.walk_tb(exc.__traceback__):
-        filename = frame.f_code.co_filename
-        if filename.endswith(".ptl") or filename == own:
-            location = filename, line
+    frame = template_frame(exc.__traceback__, own)
+    location = (frame.filename, frame.lineno or 0) if frame is not None else None
     if location is None and template is not None:
         # Raised before the template ran (a parameter the context lacks): point at its def.
         code = getattr(template.template.function, "__code__", None)

@@ -43,7 +43,6 @@ import os
 import threading
 import types
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 import flask
@@ -56,8 +55,14 @@ from jinja2.runtime import Context
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output
 from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.csp import (
+    CSP_NONCE_KEY,
+    HEADER,
+    RequestNonce,
+    content_security_policy,
+    in_nonce_scope,
+)
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import CSP_NONCE_KEY, content_security_policy, nonce_scope
 
 __all__ = [
     "PTL",
@@ -274,7 +279,7 @@ class PTLTemplate(jinja2.Template):
         context = dict(*args, **kwargs)
         produced = self._produce(context)
         nonce = request.environ.get(CSP_NONCE_KEY) if has_request_context() else None
-        return produced if nonce is None else _in_nonce_scope(produced, nonce)
+        return produced if nonce is None else iter(in_nonce_scope(produced, nonce))
 
     def _produce(self, context: dict[str, Any]) -> Iterator[Any]:
         if self._as_text:
@@ -601,7 +606,7 @@ def render_text(
 
 # -- Content-Security-Policy nonce: one scope per request context -----------------------------
 
-_SCOPE_ATTR = "_ptl_csp_scope"
+_STATE_ATTR = "_ptl_csp_state"
 
 
 def _csp_on() -> bool:
@@ -612,9 +617,9 @@ def _request_nonce() -> str:
     """The request's nonce; the first call opens its scope, which teardown closes."""
     nonce: str | None = request.environ.get(CSP_NONCE_KEY)
     if nonce is None:
-        scope: AbstractContextManager[str] = nonce_scope()
-        nonce = request.environ[CSP_NONCE_KEY] = scope.__enter__()
-        setattr(request, _SCOPE_ATTR, scope)
+        state = RequestNonce(request.environ)
+        setattr(request, _STATE_ATTR, state)
+        nonce = state.open()
     return nonce
 
 
@@ -626,8 +631,7 @@ def _csp_begin() -> None:
 def _csp_header(response: Response) -> Response:
     if _csp_on():
         directives = current_app.config["PTL_CSP_DIRECTIVES"]
-        policy = content_security_policy(_request_nonce(), directives)
-        response.headers.setdefault("Content-Security-Policy", policy)
+        response.headers.setdefault(HEADER, content_security_policy(_request_nonce(), directives))
     return response
 
 
@@ -636,25 +640,11 @@ def _csp_end(exc: BaseException | None) -> None:
     # where the scope was opened (Flask 3.1 runs it once more after a
     # stream_with_context stream, with no scope left to close), or, in Flask
     # 3.0, at the end of such a stream.
-    scope: AbstractContextManager[str] | None = getattr(request, _SCOPE_ATTR, None)
-    if scope is not None:
-        delattr(request, _SCOPE_ATTR)
-        scope.__exit__(None, None, None)
+    state: RequestNonce | None = getattr(request, _STATE_ATTR, None)
+    if state is not None:
+        delattr(request, _STATE_ATTR)
+        state.close()
 
 
 def _csp_context() -> dict[str, str]:
     return {"csp_nonce": _request_nonce()} if _csp_on() else {}
-
-
-def _in_nonce_scope(chunks: Iterator[Any], nonce: str) -> Iterator[Any]:
-    """*chunks*, each produced with *nonce* current: a stream runs after teardown.
-
-    The scope is left before each yield, so it never outlives a step of the
-    server's iteration, whatever context that runs in.
-    """
-    while True:
-        with nonce_scope(nonce):
-            chunk = next(chunks, None)
-        if chunk is None:
-            return
-        yield chunk

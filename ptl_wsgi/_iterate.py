@@ -1,0 +1,88 @@
+"""Iterating a body inside a context: one step at a time, ``close()`` included.
+
+A response body or a streamed template runs after the code that set up its
+context (the current request, the CSP nonce, the render context) returned,
+and the server may iterate it from another context.  So the context is
+entered and left around each step, never held from one step to the next: a
+reset in another context would fail, and between steps the thread may serve
+other requests.  The standard library only: every room may import this one.
+"""
+
+from __future__ import annotations
+
+# Types for checkers only: the loader imports this room, and a render from the
+# bytecode cache must not pay for typing or contextlib.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from contextlib import AbstractContextManager
+    from contextvars import ContextVar, Token
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
+    _V = TypeVar("_V")
+    #: What makes the context of one step: called afresh for each step.
+    ContextFactory = Callable[[], AbstractContextManager[object]]
+
+__all__ = ["InContext", "in_context", "setting"]
+
+
+class setting:  # lower case: used like contextlib's functions
+    """A context manager setting *var* to *value* inside, as cheap as a token."""
+
+    __slots__ = ("_token", "_value", "_var")
+
+    def __init__(self, var: ContextVar[Any], value: Any) -> None:
+        self._var = var
+        self._value = value
+
+    def __enter__(self) -> None:
+        self._token: Token[Any] = self._var.set(self._value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._var.reset(self._token)
+
+
+class InContext:
+    """Iterate *iterable* with each step, and ``close()``, inside ``enter()``."""
+
+    __slots__ = ("_enter", "_iter", "_iterable")
+
+    def __init__(self, iterable: Iterable[_T], enter: ContextFactory) -> None:
+        self._iterable = iterable
+        self._iter: Iterator[_T] | None = None
+        self._enter = enter
+
+    def __iter__(self) -> InContext:
+        return self
+
+    def __next__(self) -> _T:
+        with self._enter():
+            if self._iter is None:
+                # iter() too: a body's __iter__ may already run the application's code.
+                self._iter = iter(self._iterable)
+            return next(self._iter)
+
+    def close(self) -> None:
+        close = getattr(self._iterable, "close", None)
+        if close is not None:
+            with self._enter():
+                close()
+
+
+def in_context(
+    iterable: Iterable[_T], enter: ContextFactory, environ: Mapping[str, Any] | None = None
+) -> Iterable[_T]:
+    """*iterable* with each step inside ``enter()`` (see :class:`InContext`).
+
+    Lists and tuples run no code, and wrapping the server's
+    ``wsgi.file_wrapper`` (from *environ*) would defeat its ``sendfile()``:
+    those are returned as they are.
+    """
+    if isinstance(iterable, (list, tuple)):
+        return iterable
+    if environ is not None:
+        wrapper = environ.get("wsgi.file_wrapper")
+        if isinstance(wrapper, type) and isinstance(iterable, wrapper):
+            return iterable
+    return InContext(iterable, enter)

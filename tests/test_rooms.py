@@ -1,0 +1,286 @@
+"""One room per concern: the import layering of docs/architecture.md, and the shared rooms.
+
+The layering test parses every module of the package (ast, nothing imported) and
+checks that each import goes to the same layer or one below, and that the graph
+has no cycle but the one the document names.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import traceback
+from collections.abc import Iterator
+from contextvars import ContextVar
+from pathlib import Path
+
+import pytest
+from ptl_helpers import REPO, write_files
+
+import ptl_wsgi.csp as csp
+import ptl_wsgi.safety as safety
+from ptl_wsgi._iterate import InContext, in_context, setting
+from ptl_wsgi.importer import PtlFinder
+from ptl_wsgi.loader import Loader
+from ptl_wsgi.tracebacks import template_frame
+
+PACKAGE = REPO / "ptl_wsgi"
+
+LAYERS: dict[str, int] = {
+    **dict.fromkeys(
+        ["compiler", "headers", "_iterate", "tracebacks", "_htmltext_py", "_htmltext_c",
+         "pygments_lexer", "forms.inputs", "contrib"],
+        1,
+    ),
+    **dict.fromkeys(["csp", "importer", "convert", "html", "_helpers", "safety", "output"], 2),
+    "loader": 3,
+    "wsgi": 4,
+    **dict.fromkeys(
+        ["publish", "xmlrpc", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
+         "forms.form", "contrib.flask", "contrib.django"],
+        5,
+    ),
+    **dict.fromkeys(["cli", "__main__", "ptl_wsgi"], 6),
+}  # fmt: skip
+
+# html re-exports the filters of _helpers, which are built on safety, which uses html.
+ALLOWED_CYCLE_EDGE = ("html", "_helpers")
+# Read inside functions; the package's metadata, not one of its rooms.
+METADATA = "__version__"
+
+
+def _room(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) or "ptl_wsgi"
+
+
+def _exists(room: str) -> bool:
+    base = PACKAGE.joinpath(*room.split("."))
+    return base.with_suffix(".py").exists() or base.is_dir() or room == "_htmltext_c"
+
+
+def _imports(path: Path) -> set[str]:
+    """The rooms *path* imports, wherever the import stands (lazy ones count)."""
+    room = _room(path)
+    package = room.split(".") if path.name == "__init__.py" else room.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(["ptl_wsgi", *base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            # "from ptl_wsgi import safety" names a room; "... import __version__" does not.
+            names = [f"{module}.{a.name}" for a in node.names] + [module]
+        else:
+            continue
+        for name in names:
+            if name != "ptl_wsgi" and not name.startswith("ptl_wsgi."):
+                continue
+            target = name.removeprefix("ptl_wsgi").lstrip(".")
+            if target.endswith(METADATA):
+                continue
+            while target and not _exists(target):
+                target = target.rpartition(".")[0]
+            target = target or "ptl_wsgi"
+            if target != room and not (name == "ptl_wsgi" or _is_parent(target, room)):
+                found.add(target)
+    return found
+
+
+def _is_parent(target: str, room: str) -> bool:
+    return room.startswith(target + ".")
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_room(path): _imports(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_room_has_a_layer_and_is_in_the_document() -> None:
+    rooms = set(_graph())
+    assert rooms - set(LAYERS) == set(), "give new modules a layer here and in the doc"
+    document = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for room in LAYERS:
+        # A package's modules may go by the package (forms); the twins are named together;
+        # contrib is an empty package around its two rooms.
+        named = f"`{room}`" in document or f"`{room.partition('.')[0]}`" in document
+        assert named or room.startswith("_htmltext_") or room == "contrib", room
+
+
+def test_nothing_imports_a_room_above_it() -> None:
+    upward = [
+        f"{room} (layer {LAYERS[room]}) imports {target} (layer {LAYERS[target]})"
+        for room, targets in _graph().items()
+        for target in targets
+        if LAYERS[target] > LAYERS[room]
+    ]
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    graph[ALLOWED_CYCLE_EDGE[0]].discard(ALLOWED_CYCLE_EDGE[1])
+    done: set[str] = set()
+
+    def visit(room: str, path: list[str]) -> None:
+        if room in path:
+            pytest.fail("import cycle: " + " -> ".join([*path[path.index(room) :], room]))
+        if room in done:
+            return
+        for target in sorted(graph.get(room, ())):
+            visit(target, [*path, room])
+        done.add(room)
+
+    for room in sorted(graph):
+        visit(room, [])
+
+
+# -- csp: the one CSP room, and its old home ------------------------------------------------
+
+
+def test_safety_re_exports_the_csp_names() -> None:
+    for name in ("CSP_NONCE_KEY", "content_security_policy", "csp_nonce", "new_nonce",
+                 "nonce_scope"):  # fmt: skip
+        assert getattr(safety, name) is getattr(csp, name)
+        assert name in safety.__all__
+
+
+def test_request_nonce_publishes_opens_and_closes() -> None:
+    environ: dict[str, object] = {}
+    state = csp.RequestNonce(environ)
+    assert environ[csp.CSP_NONCE_KEY] == state.nonce
+    with pytest.raises(LookupError):
+        csp.csp_nonce()
+    with csp.nonce_scope("outer"):
+        assert state.open() == state.nonce
+        assert csp.csp_nonce() == state.nonce
+        state.close()
+        state.close()  # a second close (Flask's teardown may run twice) does nothing
+        assert csp.csp_nonce() == "outer"
+    assert f"'nonce-{state.nonce}'" in state.policy({"default-src": "'self'"})
+
+
+def test_check_directives_fails_early() -> None:
+    assert csp.check_directives(None) == {}
+    with pytest.raises(ValueError, match="invalid CSP source"):
+        csp.check_directives({"img-src": "a;b"})
+
+
+def test_a_body_sees_the_nonce_at_each_step_and_at_close() -> None:
+    seen: list[str] = []
+
+    def body() -> Iterator[bytes]:
+        try:
+            seen.append(csp.csp_nonce())
+            yield b"a"
+            seen.append(csp.csp_nonce())
+            yield b"b"
+        finally:
+            seen.append(csp.csp_nonce())
+
+    wrapped = iter(csp.in_nonce_scope(body(), "n1"))
+    assert next(wrapped) == b"a"
+    assert next(wrapped) == b"b"
+    wrapped.close()  # type: ignore[attr-defined]
+    assert seen == ["n1", "n1", "n1"]
+    with pytest.raises(LookupError):
+        csp.csp_nonce()  # never left set between steps
+
+
+# -- _iterate -----------------------------------------------------------------------------
+
+_var: ContextVar[str] = ContextVar("test_rooms", default="none")
+
+
+def test_in_context_leaves_lists_tuples_and_file_wrappers_alone() -> None:
+    class FileWrapper:
+        def __iter__(self) -> Iterator[bytes]:
+            yield b"x"
+
+    def enter() -> setting[str]:
+        return setting(_var, "set")
+
+    body = [b"a"]
+    assert in_context(body, enter) is body
+    assert in_context((b"a",), enter) == (b"a",)
+    wrapper = FileWrapper()
+    assert in_context(wrapper, enter, {"wsgi.file_wrapper": FileWrapper}) is wrapper
+    assert isinstance(in_context(wrapper, enter, {}), InContext)
+
+
+def test_in_context_runs_iter_next_and_close_inside() -> None:
+    seen: list[str] = []
+
+    class Body:
+        def __iter__(self) -> Iterator[str]:
+            seen.append(_var.get())
+            return iter(["x"])
+
+        def close(self) -> None:
+            seen.append(_var.get())
+
+    wrapped = InContext(Body(), lambda: setting(_var, "set"))
+    assert list(wrapped) == ["x"]
+    wrapped.close()
+    assert seen == ["set", "set"]
+    assert _var.get() == "none"
+
+
+# -- tracebacks -----------------------------------------------------------------------------
+
+
+def _raise_in(filename: str) -> BaseException:
+    code = compile("def f():\n    raise ValueError('x')\n", filename, "exec")
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    try:
+        namespace["f"]()  # type: ignore[operator]
+    except ValueError as exc:
+        return exc
+    raise AssertionError
+
+
+def test_template_frame_is_the_innermost_ptl_frame() -> None:
+    exc = _raise_in("/t/page.ptl")
+    frame = template_frame(exc.__traceback__)
+    assert frame is not None and (frame.filename, frame.lineno) == ("/t/page.ptl", 2)
+    exc = _raise_in("<string>")
+    assert template_frame(exc.__traceback__) is None
+    frame = template_frame(exc.__traceback__, "<string>")
+    assert frame is not None and frame.lineno == 2
+    assert traceback.extract_tb(exc.__traceback__)[-1].filename == "<string>"
+
+
+# -- the loader's finder stays in its package -------------------------------------------------
+
+
+def test_a_loader_makes_ptl_importable_in_its_package_only(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "layout.ptl": "def page [html] (body):\n    '<main>'\n    body\n    '</main>'\n",
+            "index.ptl": "from .layout import page\ndef render [html] ():\n    page('hi')\n",
+            "rooms_stray.ptl": "def render [html] ():\n    'stray'\n",
+        },
+    )
+    saved_meta_path, saved_path = list(sys.meta_path), list(sys.path)
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, PtlFinder)]
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    loader = Loader([tmp_path])
+    try:
+        assert str(loader.render("index.ptl")) == "<main>hi</main>"
+        assert not any(isinstance(f, PtlFinder) for f in sys.meta_path)
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("rooms_stray")
+    finally:
+        loader.close()
+        sys.meta_path[:] = saved_meta_path
+        sys.path[:] = saved_path
+        sys.modules.pop("rooms_stray", None)
