@@ -29,7 +29,7 @@ PACKAGE = REPO / "ptl_wsgi"
 
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
-        ["compiler", "headers", "_iterate", "tracebacks", "_htmltext_py", "_htmltext_c",
+        ["compiler", "_runtime", "headers", "_iterate", "tracebacks", "_htmltext_py", "_htmltext_c",
          "pygments_lexer", "forms.inputs", "contrib"],
         1,
     ),
