@@ -17,7 +17,7 @@ from ptl_helpers import subprocess_env
 from ptl_wsgi.babel_extract import extract_ptl, python_view, python_view_text
 
 SOURCE = """\
-from ptl_wsgi.i18n import _, ngettext, pgettext
+from ptl_wsgi.i18n import _, gettext_lazy, ngettext, pgettext
 
 def welcome [html] (name,
                     title=_("Default title")):
@@ -31,6 +31,8 @@ template old(n):
 
 async def later [plain] ():
     pgettext("menu", "File")
+
+NOTE = gettext_lazy("Later")
 """
 
 # (line, msgid or (singular, plural), context, comments)
@@ -40,13 +42,14 @@ EXPECTED = [
     (7, "Hello %s", None, []),
     (10, ("one item", "%d items"), None, []),
     (14, "File", "menu", []),
+    (16, "Later", None, []),
 ]
 # What a catalog shows: Babel and xgettext keep the "Translators:" tag in the comment.
 EXPECTED_WITH_TAGS = [
     (line, message, context, [f"Translators: {c}" for c in comments])
     for line, message, context, comments in EXPECTED
 ]
-KEYWORDS = {"_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
+KEYWORDS = {"_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2), "gettext_lazy": None}
 
 
 def test_python_view_keeps_lines_and_columns() -> None:
@@ -78,6 +81,7 @@ def test_extract_ptl_directly() -> None:
         (7, "Hello %s", []),
         (10, ("one item", "%d items", None), []),
         (14, ("menu", "File"), []),
+        (16, "Later", []),
     ]
 
 
@@ -104,9 +108,7 @@ def test_pybabel_extract_with_a_mapping_file(tmp_path: Path) -> None:
         "-F",
         "babel.cfg",
         "-k",
-        "ngettext:1,2",
-        "-k",
-        "pgettext:1c,2",
+        "gettext_lazy",  # Babel knows _, ngettext, pgettext... but not the lazy forms
         "-c",
         "Translators:",
         "-o",
