@@ -92,7 +92,11 @@ class _Django:
         self.npgettext = translation.npgettext
 
 
+_django_backend: _Django | None = None
+
+
 def _django() -> Translations | None:
+    global _django_backend
     if "django" not in sys.modules:
         return None
     try:
@@ -103,12 +107,17 @@ def _django() -> Translations | None:
     # Django's catalogs cannot load before the app registry is ready.
     if not settings.configured or not apps.ready:
         return None
-    return _Django()
+    if _django_backend is None:
+        _django_backend = _Django()
+    return _django_backend
 
 
 def backend() -> Translations:
     """The translations this call uses (see the module's docstring for the order)."""
-    return _flask_babel() or _django() or _installed
+    translations = _flask_babel()
+    if translations is None:
+        translations = _django()
+    return _installed if translations is None else translations
 
 
 def _markup(message: Any) -> str | None:
