@@ -30,7 +30,7 @@ SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 STAMPED = ("pyproject.toml", "setup.py", "dev.py", "ptl_wsgi/_htmltext_c.c")
 # Programs some end-to-end tests drive (a browser, a CGI web server); the tests
 # skip with a reason where they are missing and cannot be installed.
-SYSTEM_TOOLS = {"chromium": "chromium", "lighttpd": "lighttpd"}
+SYSTEM_TOOLS = {"chromium": "chromium", "lighttpd": "lighttpd", "msgfmt": "gettext"}
 
 
 def venv_dir(version: str | None = None) -> Path:

@@ -51,7 +51,7 @@ RUN = [
     "helpers.md",
     "layouts.md",
 ]
-FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md"]
+FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md", "i18n.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"^(?:#|\{#)\s*file:\s*(\S+)")
