@@ -449,7 +449,8 @@ TOOLBAR_APPS = [*settings_module.INSTALLED_APPS, "debug_toolbar"]
 
 
 def test_debug_toolbar_lists_ptl_templates():
-    pytest.importorskip("debug_toolbar")
+    import debug_toolbar  # noqa: F401  (a dev dependency: missing must fail, not skip)
+
     # Two steps: the toolbar's app reads STATIC_URL as INSTALLED_APPS changes.
     with override_settings(STATIC_URL="/static/"), override_settings(
         DEBUG=True,
