@@ -135,8 +135,18 @@ def main(argv: list[str]) -> None:
         # profile of tests/conftest.py, which caps every property's examples.  The
         # browser and web server are not installed for it: their tests are slow.
         python = ensure_venv()
-        run([str(python), "-m", "pytest", "-q", "-m", "not slow",
-             "--hypothesis-profile=fast", *args])
+        run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                "not slow",
+                "--hypothesis-profile=fast",
+                *args,
+            ]
+        )
     elif task == "test-all":
         current = f"{sys.version_info[0]}.{sys.version_info[1]}"
         versions = args or [v for v in SUPPORTED if v != current]
@@ -158,11 +168,36 @@ def main(argv: list[str]) -> None:
         python = venv_python(where)
         if not python.exists():
             venv.EnvBuilder(with_pip=True).create(where)
-            run([str(python), "-m", "pip", "install", "--quiet", "django>=4.2,<4.3",
-                 "pytest", "pytest-django", "werkzeug", "flask", "hypothesis"])
+            run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "django>=4.2,<4.3",
+                    "pytest",
+                    "pytest-django",
+                    "werkzeug",
+                    "flask",
+                    "hypothesis",
+                ]
+            )
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "tests/test_django.py", "tests/test_example_django.py", *args], env=env)
+        run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_django.py",
+                "tests/test_example_django.py",
+                *args,
+            ],
+            env=env,
+        )
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])

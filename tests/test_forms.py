@@ -50,6 +50,8 @@ from ptl_wsgi.html import htmltext
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
+
+
 def post(data: object, **kwargs: object) -> Form:
     return everything(Form(data, csrf=False, **kwargs))
 
@@ -499,6 +501,7 @@ def test_plain_wsgi_app_with_session_csrf() -> None:
 
 # -- PTL templates ----------------------------------------------------------------
 
+
 def test_widget_by_widget_in_compiled_ptl() -> None:
     from ptl_wsgi.compiler import compile_ptl
 
@@ -591,6 +594,7 @@ def test_one_attribute_renderer() -> None:
 
 
 # -- CSRF: a malformed token is only ever invalid ------------------------------------------
+
 
 @pytest.mark.parametrize("token", MALFORMED_TOKENS)
 def test_session_csrf_malformed_tokens_are_invalid(token: str) -> None:

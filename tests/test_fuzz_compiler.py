@@ -78,8 +78,13 @@ def test_mutated_sources_compile_or_raise_located_syntax_error(source: str | byt
         "".join(" " * i + f"def f{i} [html] ():\n" for i in range(120)) + " " * 120 + "pass\n",
     ],
     ids=[
-        "nul", "unknown-codec", "undecodable-first-line", "deep-unary", "long-sum",
-        "deep-parens", "deep-defs",
+        "nul",
+        "unknown-codec",
+        "undecodable-first-line",
+        "deep-unary",
+        "long-sum",
+        "deep-parens",
+        "deep-defs",
     ],
 )
 def test_hostile_sources_raise_located_syntax_error(source: str | bytes) -> None:

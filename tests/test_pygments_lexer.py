@@ -4,7 +4,7 @@
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Keyword, Name
 
-SOURCE = '''\
+SOURCE = """\
 def page [html] (title):
     "<h1>%s</h1>" % title
 
@@ -13,7 +13,7 @@ template footer(year):
 
 def generic[T](x: T) -> T:
     return x
-'''
+"""
 
 
 def tokens():

@@ -196,6 +196,7 @@ def assert_flat(round_: Any, rounds: int = 100_000, warm_up: int = 10_000) -> No
 
 # -- huge pages ---------------------------------------------------------------------------
 
+
 def timed(function: Any, repeats: int) -> tuple[float, Any]:
     """The best time of *repeats* calls of *function*, and its last result."""
     best, result = float("inf"), None

@@ -189,10 +189,9 @@ def test_no_vector_executes_in_templates(browser: XSSBrowser, site: str, context
         hits = browser.visit(page_url(site, context, batch))
         if hits:
             executed[repr(batch)] = hits
-        elif (
-            browser.evaluate(READ_BACK[context]) != batch
-            or browser.evaluate(TAGS) != expected_tags(context, len(batch))
-        ):
+        elif browser.evaluate(READ_BACK[context]) != batch or browser.evaluate(
+            TAGS
+        ) != expected_tags(context, len(batch)):
             garbled.append(batch)
     assert not executed, json.dumps(executed, indent=1)
     assert not garbled, garbled
