@@ -1,13 +1,16 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-all test-django42 bench lint memcheck strict-build fuzz clean
+.PHONY: demo test test-fast test-all test-django42 bench lint memcheck strict-build fuzz clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
 
 test:            ## set everything up and run the whole test suite
 	$(PYTHON) dev.py test
+
+test-fast:       ## the quick profile: no slow tests, hypothesis capped (under a minute)
+	$(PYTHON) dev.py test-fast
 
 test-all:        ## the suite (without slow tests) on Python 3.10, 3.12 and 3.13 too
 	$(PYTHON) dev.py test-all

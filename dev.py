@@ -5,11 +5,12 @@ Needs only Python 3 (and a C compiler for the accelerator)::
 
     python3 dev.py demo        # venv + install, then serve the example sites
     python3 dev.py test        # venv + install, then the whole test suite
+    python3 dev.py test-fast   # the quick profile: no slow tests, few hypothesis examples
     python3 dev.py test-all    # the fast tests on the other supported Pythons found
     python3 dev.py bench       # the benchmarks, results as ratios
     python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
 
-Extra arguments after ``test`` go to pytest, after ``demo`` to the demo server.
+Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo server.
 The Makefile's targets call this script.
 """
 
@@ -77,11 +78,25 @@ def ensure_venv(version: str | None = None) -> Path:
     elif not python.exists():
         venv.EnvBuilder(with_pip=True).create(where)
     # setup.py build_ext (make strict-build, the C tests) runs with the venv's own
-    # setuptools, which must understand the PEP 639 license field.
+    # setuptools, which must understand the PEP 639 license field (the dev group
+    # asks for it too; upgrading first also serves the editable build).
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip", "setuptools>=77"])
-    run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"])
+    if pip_has_groups(python):
+        # PEP 735: the dev dependency group of pyproject.toml (run() works in ROOT).
+        run([str(python), "-m", "pip", "install", "--quiet", "-e", str(ROOT), "--group", "dev"])
+    else:
+        # A pip older than 25.1 (the upgrade can fail offline): the alias extra.
+        run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"])
     stamp_file.write_text(stamp())
     return python
+
+
+def pip_has_groups(python: Path) -> bool:
+    """True when the venv's pip installs dependency groups (``--group``, pip >= 25.1)."""
+    help_text = subprocess.run(
+        [str(python), "-m", "pip", "install", "--help"], capture_output=True, text=True
+    ).stdout
+    return "--group" in help_text
 
 
 def ensure_system_tools() -> None:
@@ -115,6 +130,23 @@ def main(argv: list[str]) -> None:
         python = ensure_venv()
         ensure_system_tools()
         run([str(python), "-m", "pytest", *args])
+    elif task == "test-fast":
+        # No slow tests (servers, browsers, other Pythons) and the "fast" hypothesis
+        # profile of tests/conftest.py, which caps every property's examples.  The
+        # browser and web server are not installed for it: their tests are slow.
+        python = ensure_venv()
+        run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                "not slow",
+                "--hypothesis-profile=fast",
+                *args,
+            ]
+        )
     elif task == "test-all":
         current = f"{sys.version_info[0]}.{sys.version_info[1]}"
         versions = args or [v for v in SUPPORTED if v != current]
@@ -136,11 +168,36 @@ def main(argv: list[str]) -> None:
         python = venv_python(where)
         if not python.exists():
             venv.EnvBuilder(with_pip=True).create(where)
-            run([str(python), "-m", "pip", "install", "--quiet", "django>=4.2,<4.3",
-                 "pytest", "pytest-django", "werkzeug", "flask", "hypothesis"])
+            run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "django>=4.2,<4.3",
+                    "pytest",
+                    "pytest-django",
+                    "werkzeug",
+                    "flask",
+                    "hypothesis",
+                ]
+            )
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "tests/test_django.py", "tests/test_example_django.py", *args], env=env)
+        run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_django.py",
+                "tests/test_example_django.py",
+                *args,
+            ],
+            env=env,
+        )
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])

@@ -20,6 +20,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from accelerator import without_c
 
 import ptl_wsgi
 from ptl_wsgi import _htmltext_py
@@ -50,14 +51,14 @@ def c_twin():
     try:
         from ptl_wsgi import _htmltext_c
     except ImportError as exc:
-        pytest.skip(f"C accelerator not built ({exc})")
+        without_c(f"the C accelerator is not built ({exc})")
     return _htmltext_c
 
 
 def test_strict_build_has_no_warnings(tmp_path: Path) -> None:
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
-        pytest.skip(f"no C compiler: {compiler!r} (sysconfig CC) is not on PATH")
+        without_c(f"no C compiler: {compiler!r} (sysconfig CC) is not on PATH")
     build_lib, build_temp = tmp_path / "lib", tmp_path / "temp"
     command = [sys.executable, "setup.py", "build_ext"]
     command += ["--build-lib", str(build_lib), "--build-temp", str(build_temp)]
@@ -83,7 +84,7 @@ def test_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
     """The gate can fail: a planted warning makes the strict build exit non-zero."""
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
-        pytest.skip(f"no C compiler: {compiler!r} (sysconfig CC) is not on PATH")
+        without_c(f"no C compiler: {compiler!r} (sysconfig CC) is not on PATH")
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(PACKAGE_DIR, tmp_path / "ptl_wsgi", ignore=shutil.ignore_patterns("*.so"))
@@ -122,7 +123,7 @@ def test_exports_match_the_python_twin() -> None:
 )
 def test_accelerator_is_used_when_built() -> None:
     if built_extension() is None:
-        pytest.skip(f"C accelerator not built in {PACKAGE_DIR}")
+        without_c(f"the C accelerator is not built in {PACKAGE_DIR}")
     assert ptl_wsgi.IMPLEMENTATION == "c", ptl_wsgi.ACCELERATOR_STATUS
     proc = subprocess.run(
         [sys.executable, "-m", "ptl_wsgi", "--version"],

@@ -198,9 +198,7 @@ def test_named_function_and_render_to_string():
 
 def test_from_string_with_relative_import(engine):
     template = engine.from_string(
-        "from .layout import page\n"
-        "def render [html] (name):\n"
-        "    page('Hi', '<b>%s</b>' % name)\n"
+        "from .layout import page\ndef render [html] (name):\n    page('Hi', '<b>%s</b>' % name)\n"
     )
     html = template.render({"name": "<you>"})
     assert "<b>&lt;you&gt;</b>" in html and "<title>Hi</title>" in html
@@ -449,15 +447,22 @@ TOOLBAR_APPS = [*settings_module.INSTALLED_APPS, "debug_toolbar"]
 
 
 def test_debug_toolbar_lists_ptl_templates():
-    pytest.importorskip("debug_toolbar")
+    import debug_toolbar  # noqa: F401  (a dev dependency: missing must fail, not skip)
+
     # Two steps: the toolbar's app reads STATIC_URL as INSTALLED_APPS changes.
-    with override_settings(STATIC_URL="/static/"), override_settings(
-        DEBUG=True,
-        INSTALLED_APPS=TOOLBAR_APPS,
-        MIDDLEWARE=[*settings_module.MIDDLEWARE, "debug_toolbar.middleware.DebugToolbarMiddleware"],
-        ROOT_URLCONF="tests.django_project.urls_toolbar",
-        INTERNAL_IPS=["127.0.0.1"],
-        DEBUG_TOOLBAR_CONFIG={"IS_RUNNING_TESTS": False, "RENDER_PANELS": True},
+    with (
+        override_settings(STATIC_URL="/static/"),
+        override_settings(
+            DEBUG=True,
+            INSTALLED_APPS=TOOLBAR_APPS,
+            MIDDLEWARE=[
+                *settings_module.MIDDLEWARE,
+                "debug_toolbar.middleware.DebugToolbarMiddleware",
+            ],
+            ROOT_URLCONF="tests.django_project.urls_toolbar",
+            INTERNAL_IPS=["127.0.0.1"],
+            DEBUG_TOOLBAR_CONFIG={"IS_RUNNING_TESTS": False, "RENDER_PANELS": True},
+        ),
     ):
         response = Client().get("/")
     html = response.content.decode()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import importlib.util
 import io
 import os
 import pathlib
@@ -15,6 +14,15 @@ import textwrap
 import time
 
 import pytest
+from forms_helpers import (
+    HOSTILE,
+    MALFORMED_TOKENS,
+    PAGE_PTL,
+    assert_no_injection,
+    check_page,
+    everything,
+    page_form,
+)
 from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Request, Response
@@ -22,8 +30,6 @@ from werkzeug.wrappers import Request, Response
 from ptl_wsgi.forms import (
     CheckboxWidget,
     DateWidget,
-    DecimalWidget,
-    EmailWidget,
     FileWidget,
     Form,
     FormData,
@@ -42,43 +48,8 @@ from ptl_wsgi.forms import (
 )
 from ptl_wsgi.html import htmltext
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOSTILE = ['"><script>alert(1)</script>', "' onfocus='alert(1)", "</textarea><script>x</script>"]
-# Every tag the forms package emits; anything else starting with "<" is injected.
-OUR_TAGS = re.compile(
-    r"</?(?:form|div|label|input|p|select|option|textarea|fieldset|legend|button|ul|li)\b[^<>]*>"
-)
-
-
-TAG = re.compile(r'</?[a-z]+(?: [a-z-]+(?:="[^"<>]*")?)*>')
-
-
-def assert_no_injection(html: str) -> None:
-    """No markup in *html* but the tags forms render, and no attribute breaks out."""
-    leftover = OUR_TAGS.sub("", html)
-    assert "<" not in leftover and ">" not in leftover, leftover
-    for tag in re.findall(r"<[^<>]*>", html):
-        assert TAG.fullmatch(tag), tag
-    assert "onfocus='" not in html
-
-
-def everything(form: Form) -> Form:
-    """Add one widget of every kind to *form*."""
-    form.add(TextWidget, "text", required=True, hint="Your name")
-    form.add(PasswordWidget, "password")
-    form.add(HiddenWidget, "hidden")
-    form.add(TextAreaWidget, "textarea")
-    form.add(CheckboxWidget, "checkbox")
-    form.add(RadioButtonsWidget, "radio", options=[("a", "Apple"), ("b", "Banana")])
-    form.add(SelectWidget, "select", options=["x", "y"], placeholder="Choose")
-    form.add(MultipleSelectWidget, "multi", options=[1, 2, 3])
-    form.add(IntWidget, "int", min=0, max=10)
-    form.add(DecimalWidget, "decimal", places=2)
-    form.add(EmailWidget, "email")
-    form.add(DateWidget, "date")
-    form.add(FileWidget, "file", max_size=10)
-    form.add(SubmitButton, "save", "Save")
-    return form
+TESTS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TESTS)
 
 
 def post(data: object, **kwargs: object) -> Form:
@@ -530,45 +501,7 @@ def test_plain_wsgi_app_with_session_csrf() -> None:
 
 # -- PTL templates ----------------------------------------------------------------
 
-PAGE_PTL = textwrap.dedent(
-    """
-    def page [html] (form):
-        "<main>"
-        form.render_start()
-        form.render_errors()
-        name = form["name"]
-        '<div class="my-row">'
-        name.render_label()
-        name.render_control()
-        name.render_error()
-        "</div>"
-        form["email"].render()
-        form.render_buttons()
-        form.render_end()
-        "</main>"
-    """
-)
 
-
-def page_form() -> Form:
-    form = Form({"name": HOSTILE[0], "email": HOSTILE[1]}, csrf=False)
-    form.add(TextWidget, "name", max_length=5)
-    form.add(EmailWidget, "email")
-    form.add(SubmitButton, "go", "Go")
-    return form
-
-
-def check_page(html: htmltext) -> None:
-    assert isinstance(html, htmltext)
-    assert html.startswith('<main><form method="post" action="">')
-    assert '<div class="my-row"><label for="id_name">Name</label><input type="text"' in html
-    assert "at most 5 characters" in html and "valid e-mail" in html
-    assert_no_injection(str(html).replace("<main>", "").replace("</main>", ""))
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("ptl_wsgi.compiler") is None, reason="PTL compiler not available"
-)
 def test_widget_by_widget_in_compiled_ptl() -> None:
     from ptl_wsgi.compiler import compile_ptl
 
@@ -577,10 +510,6 @@ def test_widget_by_widget_in_compiled_ptl() -> None:
     check_page(namespace["page"](page_form()))
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("ptl_wsgi.importer") is None,
-    reason="ptl_wsgi.importer not written yet",
-)
 def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None:
     # A subprocess, so installing the import hook does not leak into other tests.
     (tmp_path / "formpage.ptl").write_text(PAGE_PTL)
@@ -589,7 +518,7 @@ def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None
         from ptl_wsgi.importer import install
         install()
         import formpage
-        from tests.test_forms import check_page, page_form
+        from forms_helpers import check_page, page_form
         check_page(formpage.page(page_form()))
         print("ok")
         """
@@ -598,7 +527,7 @@ def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), TESTS, REPO])},
         cwd=REPO,
         check=False,
     )
@@ -665,24 +594,6 @@ def test_one_attribute_renderer() -> None:
 
 
 # -- CSRF: a malformed token is only ever invalid ------------------------------------------
-
-MALFORMED_TOKENS = [
-    "a." + "9" * 400 + ".b",  # a float cannot hold the timestamp: once an OverflowError
-    "a." + "9" * 5000 + ".b",  # more digits than int() converts by default
-    "a.-1.b",
-    "a.+1.b",
-    "a. 1.b",
-    "a.1_0.b",
-    "a.\u0661\u0662.b",  # Arabic-Indic digits: str.isdigit() says yes
-    "a.\u00b2.b",  # superscript two: isdigit() yes, int() no
-    "a.1.b.c",
-    "a..b",
-    "...",
-    "",
-    "\udcff.1.x",
-    "tök.1.x",
-    "a.1." + "f" * 64,
-]
 
 
 @pytest.mark.parametrize("token", MALFORMED_TOKENS)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 import re
 
+# Flask and Django are dev dependencies: a missing one fails the run, never skips it.
+import django
+import flask
 import pytest
-from test_forms import HOSTILE, assert_no_injection, everything
+from forms_helpers import HOSTILE, assert_no_injection, everything
 
 from ptl_wsgi.forms import (
     DjangoCSRF,
@@ -17,9 +20,6 @@ from ptl_wsgi.forms import (
     TextWidget,
 )
 from ptl_wsgi.html import htmltext
-
-flask = pytest.importorskip("flask")
-pytest.importorskip("django")
 
 
 def token_in(html: str, field: str) -> str:
@@ -110,7 +110,6 @@ def test_flask_without_secret_key_is_a_clear_error() -> None:
 @pytest.fixture(scope="module")
 def django_settings() -> object:
     """Use settings someone already configured as they are; else configure minimally."""
-    import django
     from django.conf import settings
 
     if not settings.configured:
@@ -220,9 +219,9 @@ def test_django_post_not_checked_by_middleware_fails_closed(django_settings: obj
 
 # -- malformed tokens are invalid, never an error --------------------------------------------
 
+from forms_helpers import MALFORMED_TOKENS  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_forms import MALFORMED_TOKENS  # noqa: E402
 
 ANY_TOKEN = st.one_of(
     st.text(),

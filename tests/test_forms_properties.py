@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from urllib.parse import quote_from_bytes
 
+from forms_helpers import assert_no_injection, everything
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_forms import assert_no_injection, everything
 from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.test import EnvironBuilder
 

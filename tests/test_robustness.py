@@ -15,18 +15,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from accelerator import without_c
+from big_pages import ROW, load_ptl, page_builders
 
-from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.html import IMPLEMENTATION, htmltext
+from ptl_wsgi.html import IMPLEMENTATION
 from ptl_wsgi.loader import Loader
 
 REPO = Path(__file__).parent.parent
-
-
-def load_ptl(source: str) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "robustness"}
-    exec(compile_ptl(textwrap.dedent(source), "<robustness>"), namespace)
-    return namespace
 
 
 # -- runaway recursion --------------------------------------------------------------------
@@ -93,7 +88,7 @@ except RecursionError:
 def test_runaway_recursion_raises_recursion_error(twin: str, case: str) -> None:
     # In a child: a C twin that overflowed the C stack would kill it, not pytest.
     if twin == "c" and IMPLEMENTATION != "c":
-        pytest.skip("C accelerator not built")
+        without_c("the C accelerator is not built")
     env = dict(os.environ, PTL_WSGI_PURE_PYTHON="1" if twin == "python" else "0")
     result = subprocess.run(
         [sys.executable, "-c", RECURSION_CHILD],
@@ -174,7 +169,7 @@ def test_c_operations_leave_memory_flat(twins: tuple[SimpleNamespace, SimpleName
 @pytest.mark.slow
 def test_template_renders_leave_memory_flat() -> None:
     if IMPLEMENTATION != "c":
-        pytest.skip("the C accelerator is not active")
+        without_c("the C accelerator is not active")
     page = load_ptl(LEAK_TEMPLATE)["page"]
     markup = Markup()
 
@@ -201,14 +196,6 @@ def assert_flat(round_: Any, rounds: int = 100_000, warm_up: int = 10_000) -> No
 
 # -- huge pages ---------------------------------------------------------------------------
 
-BIG_TEMPLATE = """
-def listing [html] (rows):
-    '<ul>'
-    for row in rows:
-        '<li class="r">%s</li>' % row
-    '</ul>'
-"""
-
 
 def timed(function: Any, repeats: int) -> tuple[float, Any]:
     """The best time of *repeats* calls of *function*, and its last result."""
@@ -222,26 +209,10 @@ def timed(function: Any, repeats: int) -> tuple[float, Any]:
     return best, result
 
 
-def page_builders(rows: list[str]) -> dict[str, Any]:
-    listing = load_ptl(BIG_TEMPLATE)["listing"]
-
-    def template_io() -> Any:
-        from ptl_wsgi.html import TemplateIO
-
-        out = TemplateIO(html=True)
-        for row in rows:
-            out += htmltext("<li>")
-            out += row
-        return out.getvalue()
-
-    return {"template": lambda: listing(rows), "template_io": template_io}
-
-
-ROW = "<row> & 'text' " + "x" * 69  # about 100 characters once escaped
 PEAK_CHILD = """
 import json, resource, sys
 sys.path.insert(0, {tests!r})
-from test_robustness import ROW, page_builders
+from big_pages import ROW, page_builders
 build = page_builders([ROW] * 1_000_000)[{builder!r}]
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 size = len(build())

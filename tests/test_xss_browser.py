@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, quote, urlencode
 import pytest
 from browser import XSSBrowser, unavailable
 from servers import fetch, run_process_server, serve_in_thread
-from test_xss_strings import CONTEXTS, VECTORS, ptl_renderers
+from xss_cases import CONTEXTS, VECTORS, ptl_renderers
 
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.safety import UNSAFE_URL, attrs, is_safe_url, json_script, safe_url
@@ -189,10 +189,9 @@ def test_no_vector_executes_in_templates(browser: XSSBrowser, site: str, context
         hits = browser.visit(page_url(site, context, batch))
         if hits:
             executed[repr(batch)] = hits
-        elif (
-            browser.evaluate(READ_BACK[context]) != batch
-            or browser.evaluate(TAGS) != expected_tags(context, len(batch))
-        ):
+        elif browser.evaluate(READ_BACK[context]) != batch or browser.evaluate(
+            TAGS
+        ) != expected_tags(context, len(batch)):
             garbled.append(batch)
     assert not executed, json.dumps(executed, indent=1)
     assert not garbled, garbled
@@ -252,8 +251,8 @@ def wsgi_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     spec = importlib.util.spec_from_file_location(
         "_xss_wsgi_site", ROOT / "example_sites" / "wsgi_app" / "app.py"
     )
-    if spec is None or spec.loader is None:
-        pytest.skip("example_sites/wsgi_app/app.py is missing")
+    # The example sites are part of the repository: missing is a failure.
+    assert spec is not None and spec.loader is not None, "example_sites/wsgi_app/app.py"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     database = tmp_path_factory.mktemp("wsgi_site") / "notes.sqlite3"
@@ -324,8 +323,7 @@ def test_wsgi_site_paths(browser: XSSBrowser, wsgi_site: str) -> None:
 @pytest.fixture(scope="module")
 def flask_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     app = ROOT / "example_sites" / "flask_app" / "app.py"
-    if not app.exists():
-        pytest.skip("example_sites/flask_app/app.py is missing")
+    assert app.exists(), "example_sites/flask_app/app.py is part of the repository"
     database = tmp_path_factory.mktemp("flask_site") / "guestbook.sqlite3"
     command = [sys.executable, str(app), "--port", "{port}", "--database", str(database)]
     with run_process_server(command, cwd=ROOT, ready_path="/") as base:
@@ -397,8 +395,7 @@ def test_flask_site_form_errors_and_paths(browser: XSSBrowser, flask_site: str) 
 @pytest.fixture(scope="module")
 def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     site = ROOT / "example_sites" / "django_site"
-    if not (site / "manage.py").exists():
-        pytest.skip("example_sites/django_site is missing")
+    assert (site / "manage.py").exists(), "example_sites/django_site is part of the repository"
     env = {
         **os.environ,
         "PTLSITE_DB": str(tmp_path_factory.mktemp("django_site") / "site.sqlite3"),
