@@ -627,6 +627,10 @@ def test_elif_chain_compiles_from_deep_in_the_stack() -> None:
 
 def test_long_operator_chains_compile() -> None:
     terms = 2000
+    if sys.version_info[:2] == (3, 12):
+        # 3.12's ast module gives up on chains its own compile() accepts (its C recursion
+        # guard), and a .ptl file is compiled through ast.
+        pytest.skip(f"Python {sys.version.split()[0]}'s ast cannot hold a {terms}-term chain")
     m = load(
         f"""
         def total [plain] (x):
@@ -643,8 +647,11 @@ def test_too_deep_expression_is_located_like_cpython_rejects_it() -> None:
     with pytest.raises((RecursionError, MemoryError)):
         compile(expression, "ref.py", "exec")
     exc = syntax_error(f"x = 1\ndef f [html] (x):\n    {expression}\n")
-    # At the innermost operand: where the nesting is deepest.
-    assert (exc.filename, exc.lineno, exc.offset) == ("bad.ptl", 3, 5005)
+    # At the innermost operand, where the nesting is deepest; where ast itself gives up
+    # (CPython 3.12's ast module) there is no tree to point into, so at the line.
+    columns = (1, 5005) if sys.version_info[:2] == (3, 12) else (5005,)
+    assert (exc.filename, exc.lineno) == ("bad.ptl", 3)
+    assert exc.offset in columns
     assert "too deeply nested" in exc.msg and "recursion" in exc.msg
 
 
