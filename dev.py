@@ -168,21 +168,23 @@ def main(argv: list[str]) -> None:
         python = venv_python(where)
         if not python.exists():
             venv.EnvBuilder(with_pip=True).create(where)
-            run(
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "django>=4.2,<4.3",
-                    "pytest",
-                    "pytest-django",
-                    "werkzeug",
-                    "flask",
-                    "hypothesis",
-                ]
-            )
+        # Every time: a dependency added since the venv was made must come in too.
+        run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "django>=4.2,<4.3",
+                "django-debug-toolbar",
+                "pytest",
+                "pytest-django",
+                "werkzeug",
+                "flask",
+                "hypothesis",
+            ]
+        )
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         run(
             [
