@@ -586,7 +586,7 @@ def test_null_byte_is_located() -> None:
 
 
 @pytest.mark.parametrize(
-    "expression", ["-" * 5000 + "x", "+".join(["x"] * 20000)], ids=["unary", "sum"]
+    "expression", ["-" * 20000 + "x", "+".join(["x"] * 20000)], ids=["unary", "sum"]
 )
 def test_too_deep_nesting_is_a_syntax_error(expression: str) -> None:
     exc = syntax_error(f"def f [html] (x):\n    {expression}\n")
@@ -644,12 +644,17 @@ def test_long_operator_chains_compile() -> None:
 
 def test_too_deep_expression_is_located_like_cpython_rejects_it() -> None:
     expression = "-" * 5000 + "x"
-    with pytest.raises((RecursionError, MemoryError)):
+    try:
         compile(expression, "ref.py", "exec")
+    except (RecursionError, MemoryError):
+        pass
+    else:  # 3.13 compiles it: then so must we
+        load(f"def f [html] (x):\n    {expression}\n")
+        return
     exc = syntax_error(f"x = 1\ndef f [html] (x):\n    {expression}\n")
     # At the innermost operand, where the nesting is deepest; where ast itself gives up
     # (CPython 3.12's ast module) there is no tree to point into, so at the line.
-    columns = (1, 5005) if sys.version_info[:2] == (3, 12) else (5005,)
+    columns = (1, 5005) if sys.version_info[:2] >= (3, 12) else (5005,)
     assert (exc.filename, exc.lineno) == ("bad.ptl", 3)
     assert exc.offset in columns
     assert "too deeply nested" in exc.msg and "recursion" in exc.msg
