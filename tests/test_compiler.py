@@ -589,6 +589,13 @@ def test_null_byte_is_located() -> None:
     "expression", ["-" * 20000 + "x", "+".join(["x"] * 20000)], ids=["unary", "sum"]
 )
 def test_too_deep_nesting_is_a_syntax_error(expression: str) -> None:
+    try:
+        compile(expression, "ref.py", "exec")
+    except (RecursionError, MemoryError):
+        pass
+    else:  # this Python compiles it (3.14 does the sum): then so must we
+        load(f"def f [html] (x):\n    {expression}\n")
+        return
     exc = syntax_error(f"def f [html] (x):\n    {expression}\n")
     assert (exc.filename, exc.lineno) == ("bad.ptl", 2)
     assert "too deeply nested" in exc.msg

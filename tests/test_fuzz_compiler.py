@@ -90,7 +90,20 @@ def test_mutated_sources_compile_or_raise_located_syntax_error(source: str | byt
     ],
 )
 def test_hostile_sources_raise_located_syntax_error(source: str | bytes) -> None:
+    if isinstance(source, str) and _cpython_compiles(source.replace(" [html] (", "(")):
+        # Depth limits move between versions (3.14 compiles a 20,000-term sum):
+        # a .ptl file compiles exactly when its Python does.
+        assert compile_or_syntax_error(source) is not None
+        return
     assert compile_or_syntax_error(source) is None
+
+
+def _cpython_compiles(source: str) -> bool:
+    try:
+        compile(source, "<reference>", "exec")
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return False
+    return True
 
 
 # -- crash safety: run in a child ----------------------------------------------------------

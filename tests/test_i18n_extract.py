@@ -26,7 +26,7 @@ def welcome [html] (name,
     _("Hello %s") % name
 
 template old(n):
-    ngettext("one item",
+    ngettext("%d item",
              "%d items", n) % n
 
 async def later [plain] ():
@@ -40,7 +40,7 @@ EXPECTED = [
     (4, "Default title", None, []),
     (6, "<b>Welcome</b>", None, ["the greeting on the home page"]),
     (7, "Hello %s", None, []),
-    (10, ("one item", "%d items"), None, []),
+    (10, ("%d item", "%d items"), None, []),
     (14, "File", "menu", []),
     (16, "Later", None, []),
 ]
@@ -79,7 +79,7 @@ def test_extract_ptl_directly() -> None:
         (4, "Default title", []),
         (6, "<b>Welcome</b>", ["Translators: the greeting on the home page"]),
         (7, "Hello %s", []),
-        (10, ("one item", "%d items", None), []),
+        (10, ("%d item", "%d items", None), []),
         (14, ("menu", "File"), []),
         (16, "Later", []),
     ]
