@@ -15,6 +15,7 @@ these functions, so the rule is the same everywhere:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -24,21 +25,29 @@ __all__ = ["chunks", "is_html_type", "markup", "text"]
 
 # Types a browser renders as active markup, where a script in the body runs.
 _HTML_TYPES = frozenset(
-    {"text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml"}
-)
+    {"text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml",
+     "text/xsl"}
+)  # fmt: skip
+# Types a browser sniffs the body of, so a body starting "<html" is read as HTML.
+_SNIFFED_TYPES = frozenset({"application/unknown", "unknown/unknown", "*/*"})
+_VALID_MIMETYPE = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+/[!#$%&'*+.^_`|~0-9a-z-]+\Z")
 
 
 def is_html_type(content_type: str | None) -> bool:
-    """Whether a response of *content_type* is rendered as markup by a browser.
+    """Whether a response of *content_type* may be rendered as markup by a browser.
 
     Parameters and case do not matter (``"TEXT/HTML; charset=utf-8"`` is
     HTML), every XML type counts (``application/xhtml+xml``, ``image/svg+xml``,
-    ``…+xml``), and so does a missing or empty type, which browsers sniff.
+    ``…+xml``), and so does every type a browser sniffs or cannot parse: none,
+    an empty or malformed one, ``application/unknown``, and a list (browsers
+    take the last of ``"text/plain, text/html"``).
     """
-    if content_type is None:
+    if content_type is None or "," in content_type:
         return True
     mimetype = content_type.split(";", 1)[0].strip().lower()
-    return not mimetype or mimetype in _HTML_TYPES or mimetype.endswith("+xml")
+    if not _VALID_MIMETYPE.match(mimetype) or mimetype in _SNIFFED_TYPES:
+        return True
+    return mimetype in _HTML_TYPES or mimetype.endswith("+xml")
 
 
 def _decoded(value: Any) -> Any:

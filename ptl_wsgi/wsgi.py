@@ -131,8 +131,14 @@ def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) ->
     # A full content type ("text/plain; charset=...") must not get a second charset.
     kind = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
     response = Response(**kind, **kwargs)
-    response.response = _encoded(chunks, is_html_type(response.content_type))
+    response.response = _encoded(chunks, _is_html(response))
     return response
+
+
+def _is_html(response: Response) -> bool:
+    # Browsers combine repeated Content-Type headers; more than one is treated as HTML.
+    types = response.headers.getlist("Content-Type")
+    return len(types) != 1 or is_html_type(types[0])
 
 
 class _encoded:
@@ -202,7 +208,7 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
     response = Response(status=status, headers=headers)
     if not _has_content_type(headers):
         response.content_type = content_type or default
-    response.set_data(markup(rv) if is_html_type(response.content_type) else rv)
+    response.set_data(markup(rv) if _is_html(response) else rv)
     return response
 
 
@@ -296,22 +302,23 @@ class View:
         token = _request_var.set(request)
         try:
             response = make_response(self.handle(request), self.content_type)
-            check_status(response.status)
-            check_headers(response.headers.items())
-            return response
-        except HeaderError as exc:
-            # Almost always a client's value copied into a header: refuse the request.
-            log.warning("refused %s %s: %s", request.method, request.path, exc)
-            return BadRequest(f"The response would carry an invalid header: {exc}").get_response(
-                request.environ
-            )
         except HTTPException as exc:
-            return exc.get_response(request.environ)
+            response = exc.get_response(request.environ)
         except Exception as exc:
             log.exception("error serving %s %s", request.method, request.full_path.rstrip("?"))
             return error_response(exc, self.debug)
         finally:
             _request_var.reset(token)
+        # Every response, a raised one (abort(Response(...))) too.
+        try:
+            check_status(response.status)
+            check_headers(response.headers.items())
+        except HeaderError as exc:
+            # Almost always a client's value copied into a header: refuse the request.
+            log.warning("refused %s %s: %s", request.method, request.path, exc)
+            refusal = BadRequest(f"The response would carry an invalid header: {exc}")
+            return refusal.get_response(request.environ)
+        return response
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if self.loader is not None:

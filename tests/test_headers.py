@@ -111,3 +111,15 @@ def test_run_cgi_refuses_a_header_taken_from_the_query(tmp_path):
         assert "Set-Cookie" not in headers
         status, headers, body = fetch(base + "/?name=fine")
         assert (status, headers["X-Name"], body) == (200, "fine", b"ok")
+
+
+def test_a_raised_response_with_a_hostile_header_answers_400():
+    from werkzeug.exceptions import abort
+
+    def page(request):
+        abort(Response("x", headers={"X-Name": request.args["name"]}))
+
+    with serve_in_thread(validator(view(page))) as base:
+        status, headers, _ = fetch(base + "/?name=" + quote("a\x0bb\x85c"))
+    assert status == 400
+    assert "X-Name" not in headers

@@ -62,3 +62,20 @@ def test_text_is_plain_str():
     result = text(htmltext("<b>&amp;</b>"))
     assert result == "<b>&amp;</b>" and type(result) is str
     assert text(iter(["a<", None, b"b"])) == "a<b"
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain, text/html",  # browsers take the last type of a list
+        "text/plain;charset=utf-8,text/html",
+        "application/unknown",  # types browsers sniff
+        "unknown/unknown",
+        "*/*",
+        "text/ html",  # not a MIME type: sniffed too
+        "html",
+        "text/xsl",  # an XML document type to Chromium
+    ],
+)
+def test_types_a_browser_may_render_as_html(content_type):
+    assert is_html_type(content_type)

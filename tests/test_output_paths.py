@@ -104,3 +104,9 @@ def test_plain_template_into_html_is_escaped_and_render_text_keeps_it_raw(tmp_pa
         assert get(mail).data == b"Dear <A>, <R&D> awaits."
     finally:
         loader.close()
+
+
+def test_repeated_content_type_headers_are_html():
+    headers = [("Content-Type", "text/plain"), ("Content-Type", "text/html")]
+    assert get(view(lambda request: (ATTACK, 200, headers))).data == ESCAPED
+    assert get(view(lambda request: stream(iter([ATTACK]), headers=headers))).data == ESCAPED
