@@ -24,6 +24,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DJANGO_DIR = HERE / "django_site"
 CGI_SCRIPT = HERE / "cgi" / "hello.cgi"
+FAVICON = HERE / "favicon.svg"  # every site's icon
 
 # SQLite file names inside --data-dir (distinct, since they all share one folder).
 FLASK_DB = "guestbook.sqlite3"
@@ -44,6 +45,7 @@ class Site:
     description: str
     data: str  # where its data lives ("" for none)
     app: Any
+    note: str = ""  # printed when the demo starts (how to log in, say)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -101,6 +103,8 @@ def django_site(data_dir: Path | None, host: str) -> Site:
         # Django answers 400 to a Host it does not know: allow the one we listen on.
         hosts = os.environ.get("PTLSITE_HOSTS", "").split()
         os.environ["PTLSITE_HOSTS"] = " ".join([*hosts, "*" if host in ANY_HOST else host])
+    # The site's own 404 page (and no tracebacks) unless PTLSITE_DEBUG=1 asks for Django's.
+    os.environ.setdefault("PTLSITE_DEBUG", "0")
     # Not setdefault, as ptlsite does: a DJANGO_SETTINGS_MODULE left in the shell
     # (or pytest-django's) names another project, and this process serves this one.
     os.environ["DJANGO_SETTINGS_MODULE"] = "ptlsite.settings"
@@ -109,6 +113,12 @@ def django_site(data_dir: Path | None, host: str) -> Site:
     ptlsite.setup_db()  # migrate: creates the database on first run, a no-op afterwards
     from django.conf import settings
     from ptlsite.wsgi import application
+
+    user, password, kept = ptlsite.demo_admin()
+    if password is None:
+        login = f"user {user!r} (its password is the one you gave it)"
+    else:
+        login = f"user {user!r}, password {password!r} (kept in {kept})"
 
     return Site(
         "django",
@@ -119,6 +129,7 @@ def django_site(data_dir: Path | None, host: str) -> Site:
         "Django templates beside the PTL pages.",
         str(settings.DATABASES["default"]["NAME"]),
         application,
+        f"The admin is at /django/admin/: log in as {login}.",
     )
 
 
@@ -158,8 +169,10 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
     """The index page at ``/`` with every site mounted under its own path."""
     from werkzeug.exceptions import NotFound
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
+    from werkzeug.utils import redirect
 
     import ptl_wsgi
+    from ptl_wsgi import htmltext
     from ptl_wsgi.loader import Loader
     from ptl_wsgi.wsgi import render, view
 
@@ -169,6 +182,11 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
 
     @view(loader=Loader([HERE]))
     def index(request: Any) -> Any:
+        if request.path == "/favicon.svg":
+            # SVG is active markup: the output policy escapes it unless trusted, as this file is.
+            return htmltext(FAVICON.read_text("utf-8")), 200, {"Content-Type": "image/svg+xml"}
+        if request.path == "/favicon.ico":
+            return redirect("/favicon.svg", 301)
         if request.path != "/":
             raise NotFound()
         return render(
@@ -178,7 +196,9 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
             implementation=ptl_wsgi.IMPLEMENTATION,
         )
 
-    return DispatcherMiddleware(index, {site.path.rstrip("/"): site.app for site in sites})
+    app = DispatcherMiddleware(index, {site.path.rstrip("/"): site.app for site in sites})
+    app.sites = sites  # type: ignore[attr-defined]  # for main() to print their notes
+    return app
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
@@ -200,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         server = make_server(args.host, args.port, app, threaded=True)
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"Serving ptl_wsgi example sites at http://{host}:{server.port}/", flush=True)
+        for site in app.sites:
+            if site.note:
+                print(site.note, flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         server.serve_forever()  # returns on KeyboardInterrupt, after closing the socket
     except KeyboardInterrupt:

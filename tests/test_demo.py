@@ -103,7 +103,7 @@ def test_links_honour_the_mount_point(demo: str) -> None:
     # Every site builds URLs from SCRIPT_NAME; a link to the root would escape the mount.
     for path, link in [
         ("/flask/", 'href="/flask/entries/'),
-        ("/django/", 'href="/django/admin/"'),
+        ("/django/", 'href="/django/admin/login/'),
         ("/wsgi/", 'href="/wsgi/notes/"'),
     ]:
         assert link in get(demo + path)[2]
@@ -111,6 +111,33 @@ def test_links_honour_the_mount_point(demo: str) -> None:
 
 def test_unknown_paths_are_404(demo: str) -> None:
     assert get(demo + "/nowhere")[0] == 404
+
+
+@pytest.mark.parametrize("site", ["/flask/", "/django/", "/wsgi/"])
+def test_each_site_has_its_own_404_page(demo: str, site: str) -> None:
+    status, headers, body = get(demo + site + "no/such/<page>")
+    assert status == 404
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "Page not found" in body and 'rel="icon"' in body  # rendered in the site's layout
+    assert "&lt;page&gt;" in body and "<page>" not in body
+    assert "Traceback" not in body  # Django runs with DEBUG off in the demo
+
+
+@pytest.mark.parametrize("site", ["", "/flask", "/django", "/wsgi"])
+def test_favicons(demo: str, site: str) -> None:
+    status, headers, body = get(f"{demo}{site}/favicon.svg")
+    assert status == 200
+    assert headers["Content-Type"].startswith("image/svg+xml")
+    assert body == (ROOT / "example_sites" / "favicon.svg").read_text()
+    status, headers, _ = get(f"{demo}{site}/favicon.ico")
+    assert status == 301 and headers["Location"].endswith(f"{site}/favicon.svg")
+
+
+def test_django_is_french_when_asked(demo: str) -> None:
+    status, _, body = fetch(demo + "/django/", headers={"Accept-Language": "fr-FR,fr;q=0.9"})
+    text = body.decode()
+    assert status == 200
+    assert '<html lang="fr">' in text and "Nouvelle note" in text and "Connexion" in text
 
 
 def test_cgi_escapes_the_query(demo: str) -> None:
@@ -228,6 +255,28 @@ def test_browser_wsgi_notes(page: Any, demo: str) -> None:
     shoot(page, "wsgi")
 
 
+def test_browser_django_admin_login_with_the_demo_password(
+    page: Any, demo: str, data_dir: Path
+) -> None:
+    # serve.py prints this password; it keeps it beside the database.
+    password = (data_dir / "django-notes.sqlite3.admin-password").read_text().strip()
+    page.goto(demo + "/django/")
+    page.click("text=Log in")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.wait_for_url(demo + "/django/")
+    assert_shown_as_text(page, "Signed in as admin")
+    page.click("header a[href='/django/admin/']")
+    page.wait_for_url(demo + "/django/admin/")
+    shoot(page, "django-admin")
+    page.goto(demo + "/django/")
+    page.click("text=Log out")
+    page.wait_for_load_state()
+    page.goto(demo + "/django/")
+    assert "Log in" in page.inner_text("header")
+
+
 def test_browser_cgi_page(page: Any, demo: str) -> None:
     open_from_index(page, demo, "/cgi/")
     assert_shown_as_text(page, "Hello, world!")
@@ -278,6 +327,8 @@ def test_port_zero_prints_the_url_and_sigint_stops_cleanly(tmp_path: Path) -> No
         output = "".join(lines)
         assert "Traceback" not in output, output
         assert output.rstrip().endswith("Stopped."), output
+        password = (tmp_path / "django-notes.sqlite3.admin-password").read_text().strip()
+        assert f"log in as user 'admin', password {password!r}" in output, output
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -150,7 +150,9 @@ def test_mounted_under_a_prefix(tmp_path: Path) -> None:
         browser = Browser(base)
         status, _headers, page = browser.request("/django/")
         assert status == 200
-        assert '<a href="/django/">Notes</a><a href="/django/admin/">Admin</a>' in page
+        assert '<a href="/django/">Notes</a>' in page
+        assert '<a href="/django/admin/login/?next=%2Fdjango%2F">Log in</a>' in page
+        assert '<link rel="icon" href="/django/favicon.svg"' in page
         assert 'action="/django/"' in page
         token = TOKEN.search(page).group(1)
         form = {"title": "t", "text": "x", "csrfmiddlewaretoken": token}

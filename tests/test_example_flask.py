@@ -165,3 +165,26 @@ def test_message_newlines_become_line_breaks(
     page = client.get("/").text
     assert f'<p class="message">first line<br />\n{ESCAPED}<br />\nthird</p>' in page
     assert SCRIPT not in page
+
+
+def test_not_found_page_and_favicon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "example_sites"))
+    from flask_app import create_app
+
+    app = create_app({"DATABASE": str(tmp_path / "db.sqlite3"), "TESTING": True})
+    client = app.test_client()
+    for path in ("/no/such/<page>", "/entries/999999"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert response.content_type == "text/html; charset=utf-8"
+        page = response.text
+        assert "<h1>Page not found</h1>" in page
+        assert '<a class="brand" href="/">PTL guestbook</a>' in page  # the layout
+        assert "<page>" not in page
+    assert "<code>/no/such/&lt;page&gt;</code>" in client.get("/no/such/<page>").text
+    icon = client.get("/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.mimetype == "image/svg+xml"
+    assert icon.data == (ROOT / "example_sites" / "favicon.svg").read_bytes()
+    assert client.get("/favicon.ico").headers["Location"] == "/favicon.svg"
+    assert '<link rel="icon" href="/favicon.svg"' in client.get("/").text

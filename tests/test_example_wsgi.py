@@ -157,3 +157,23 @@ def test_cgi_example_runs_as_a_cgi_program(tmp_path):
     result = subprocess.run([str(script)], env=environ, capture_output=True, timeout=60)
     assert result.stdout.startswith(b"Status: 200 OK\r\n"), result.stderr
     assert b"Hello, &lt;demo&gt;!" in result.stdout
+
+
+def test_not_found_is_the_sites_own_page(site):
+    response = get(site, "/notes/999/<b>")
+    assert response.status_code == 404
+    page = response.get_data(as_text=True)
+    assert "<h1>Page not found</h1>" in page
+    assert "<code>/notes/999/&lt;b&gt;</code>" in page
+    assert '<link rel="stylesheet" href="/style.css">' in page  # the layout's own frame
+    assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+
+
+def test_favicon(site):
+    response = get(site, "/favicon.svg")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "image/svg+xml"
+    assert response.data == (ROOT / "example_sites" / "favicon.svg").read_bytes()
+    response = get(site, "/favicon.ico")
+    assert (response.status_code, response.headers["Location"]) == (301, "/favicon.svg")
+    assert '<link rel="icon" href="/favicon.svg"' in get(site, "/").get_data(as_text=True)

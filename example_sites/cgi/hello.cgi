@@ -7,13 +7,29 @@ programs, and make sure the first line finds a Python with ptl_wsgi installed
 ``python -m ptl_wsgi.cgi`` compiles the file as a PTL module named __main__.
 """
 
+from ptl_wsgi import htmltext
 from ptl_wsgi.cgi import run_cgi
+
+# The look of the other example sites, inline: a CGI program is one file.
+# Outside a template a literal is a plain str: say explicitly that this one is markup.
+STYLE = htmltext("""
+body { font: 16px/1.5 system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+header { border-bottom: 1px solid #ddd; padding-bottom: .5rem; }
+.greeting { font-size: 1.25rem; }
+.echo { background: #e8f5e9; padding: .5rem 1rem; }
+input { width: 70%; }
+footer { margin-top: 2.5rem; color: #666; font-size: 90%; }
+""")
 
 
 def layout [html] (title, body):
-    "<!doctype html>\n<html><head><meta charset='utf-8'><title>%s</title></head>\n" % title
-    "<body>\n<h1>%s</h1>\n" % title
+    "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>\n"
+    "<title>%s · PTL via CGI</title>\n" % title
+    "<style>%s</style>\n" % STYLE
+    "</head>\n<body>\n<header><strong>PTL via CGI</strong></header>\n"
+    "<h1>%s</h1>\n" % title
     body
+    "<footer>One executable PTL file, run as a new process for every request.</footer>\n"
     "</body></html>\n"
 
 

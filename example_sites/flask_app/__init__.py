@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, flash, redirect, render_template, request, url_for
+from flask import Flask, flash, redirect, render_template, request, send_file, url_for
+from werkzeug.exceptions import NotFound
 
 import ptl_wsgi
 from ptl_wsgi.contrib.flask import PTL
@@ -24,6 +25,7 @@ ptl_wsgi.install()
 from .templates import about  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+FAVICON = HERE.parent / "favicon.svg"  # every example site's icon
 MAX_NAME = 80
 MAX_MESSAGE = 1000
 
@@ -58,6 +60,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.get("/about")
     def about_page() -> Any:
         return about.render(db.count_entries())
+
+    @app.get("/favicon.svg")
+    def favicon() -> Any:
+        return send_file(FAVICON, mimetype="image/svg+xml", max_age=86400)
+
+    @app.get("/favicon.ico")
+    def favicon_ico() -> Any:
+        return redirect(url_for("favicon"), 301)
+
+    @app.errorhandler(NotFound)
+    def not_found(error: NotFound) -> Any:
+        return render_template("not_found.ptl", path=request.path), 404
 
     return app
 

@@ -7,7 +7,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 # A demo: the default key is public, so never deploy with it.
 SECRET_KEY = os.environ.get("PTLSITE_SECRET_KEY", "ptl-example-site-not-a-secret")
-DEBUG = os.environ.get("PTLSITE_DEBUG", "1") == "1"
+# Off unless asked for: with DEBUG on, Django shows its own 404 page, not the site's.
+DEBUG = os.environ.get("PTLSITE_DEBUG", "0") == "1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", *os.environ.get("PTLSITE_HOSTS", "").split()]
 
 INSTALLED_APPS = [
@@ -17,12 +18,16 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ptl_wsgi.contrib.django_i18n",  # makemessages reads the .ptl templates too
+    "ptlsite",
     "notes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # After sessions, before common: the browser's Accept-Language picks English or French.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -70,7 +75,10 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("fr", "Français")]
+# Only the .po files are in the repository; ptlsite.apps compiles them when the site starts.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
