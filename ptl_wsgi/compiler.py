@@ -24,6 +24,7 @@ callables.
 
 from __future__ import annotations
 
+import _string
 import ast
 import io
 import keyword
@@ -33,6 +34,7 @@ import threading
 import tokenize
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib.util import decode_source
 from types import CodeType
 from typing import Any, TypeVar
@@ -54,9 +56,11 @@ RESERVED_PREFIX = "_ptl_"
 
 _RUNTIME_NAMES = (
     ("htmltext", "_ptl_htmltext"),
+    ("htmlescape", "_ptl_htmlescape"),
     ("html_join", "_ptl_html_join"),
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
+    ("percent_field", "_ptl_percent_field"),
 )
 _MARKERS = (
     ("mark_html_template", "_ptl_mark_html"),
@@ -65,12 +69,150 @@ _MARKERS = (
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
+# Types whose output is known before the final join: their text cannot depend on
+# when it is taken, and format(v, "") == str(v).  Set in every module's prologue.
+_SIMPLE = "_ptl_simple"
+_TYPE = "_ptl_type"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _STATEMENT_START = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
 _IGNORED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
 
 # (line, UTF-8 column of the ``def`` or ``async``) -> "html" | "plain"
 Templates = dict[tuple[int, int], str]
+
+# Off only in tests: the general path, which the fast one must match exactly.
+_SPLIT_OUTPUT = True
+
+# How an output value is formatted (see _Transformer.pieces).
+_RAW, _FIELD, _PERCENT = 0, 1, 2
+
+
+@dataclass
+class _Text:
+    """Trusted literal text of an output statement."""
+
+    text: str
+    node: ast.AST
+
+
+@dataclass
+class _Value:
+    """A value of an output statement, already transformed, and how it is formatted."""
+
+    value: ast.expr
+    node: ast.AST
+    rule: int
+    conversion: int = -1
+    spec: ast.expr | None = None
+    fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
+    held: bool = False  # value is a temporary's name, evaluated by a setup statement
+
+
+_Piece = _Text | _Value
+
+
+def _empty_spec(part: ast.FormattedValue) -> bool:
+    spec = part.format_spec
+    return spec is None or (
+        isinstance(spec, ast.JoinedStr)
+        and all(isinstance(p, ast.Constant) and p.value == "" for p in spec.values)
+    )
+
+
+def _percent_parts(fmt: str) -> list[str | None] | None:
+    """*fmt* as text and ``None`` for each ``%s``; None if it has any other conversion."""
+    parts: list[str | None] = []
+    text: list[str] = []
+    index = 0
+    while True:
+        found = fmt.find("%", index)
+        if found < 0:
+            text.append(fmt[index:])
+            break
+        text.append(fmt[index:found])
+        kind = fmt[found + 1 : found + 2]
+        if kind == "%":
+            text.append("%")
+        elif kind == "s":
+            parts.append("".join(text))
+            parts.append(None)
+            text = []
+        else:
+            return None
+        index = found + 2
+    parts.append("".join(text))
+    return parts
+
+
+def _fill(parts: list[str | None], ref: ast.AST, values: list[_Value]) -> list[_Piece]:
+    filled = iter(values)
+    return [_Text(part, ref) if part is not None else next(filled) for part in parts]
+
+
+def _format_fields(
+    fmt: str, count: int, names: list[str | None]
+) -> list[str | int | tuple[str]] | None:
+    """*fmt*'s text and plain fields (an argument's index, or ``(name,)``); None if any is not."""
+    try:
+        parsed = list(_string.formatter_parser(fmt))
+    except ValueError:
+        return None
+    parts: list[str | int | tuple[str]] = []
+    automatic: bool | None = None
+    next_index = 0
+    for text, field, spec, conversion in parsed:
+        if text:
+            parts.append(text)
+        if field is None:
+            continue
+        if spec or conversion is not None:
+            return None
+        if field == "":
+            if automatic is False:
+                return None
+            automatic, index = True, next_index
+            next_index += 1
+        elif field.isdigit():
+            if automatic is True:
+                return None
+            automatic, index = False, int(field)
+        elif field.isidentifier() and field in names:
+            parts.append((field,))
+            continue
+        else:
+            return None
+        if index >= count:
+            return None
+        parts.append(index)
+    return parts
+
+
+def _join_outputs(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Join consecutive output statements of one block into one call, in every block."""
+    joined: list[ast.stmt] = []
+    for statement in statements:
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(statement, field, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    setattr(statement, field, _join_outputs(block))
+            for inner in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
+                inner.body = _join_outputs(inner.body)
+        items = getattr(statement, "_ptl_items", None)
+        previous = joined[-1] if joined else None
+        before = getattr(previous, "_ptl_items", None)
+        if items is None or before is None:
+            joined.append(statement)
+            continue
+        assert isinstance(previous, ast.Expr) and isinstance(previous.value, ast.Call)
+        merged = [*before, *items]
+        tuple_ = _located(ast.Tuple(merged, ast.Load()), previous)
+        previous.value.func.attr = "extend"  # type: ignore[attr-defined]
+        previous.value.args = [tuple_]
+        previous.end_lineno = statement.end_lineno
+        previous.end_col_offset = statement.end_col_offset
+        previous._ptl_items = merged  # type: ignore[attr-defined]
+    return joined
 
 
 def _byte_col(line: str, col: int) -> int:
@@ -168,18 +310,30 @@ class _Transformer(ast.NodeTransformer):
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
+        self.temporaries = 0
+        # Inside a try or with block of the template: a handler (or a context manager
+        # that swallows the error) could see the output list between two statements.
+        self.guarded = False
 
     def error(self, message: str, node: ast.AST) -> SyntaxError:
         return _syntax_error(message, self.filename, self.lines, node)
 
     @contextmanager
     def scope(self, kind: str | None) -> Iterator[None]:
-        outer = self.kind, self.finally_output
-        self.kind, self.finally_output = kind, None
+        outer = self.kind, self.finally_output, self.guarded
+        self.kind, self.finally_output, self.guarded = kind, None, False
         try:
             yield
         finally:
-            self.kind, self.finally_output = outer
+            self.kind, self.finally_output, self.guarded = outer
+
+    @contextmanager
+    def guarding(self) -> Iterator[None]:
+        outer, self.guarded = self.guarded, self.kind is not None
+        try:
+            yield
+        finally:
+            self.guarded = outer
 
     def visit_list(self, nodes: list[Any]) -> list[Any]:
         return [new for node in nodes for new in _as_list(self.visit(node))]
@@ -225,7 +379,7 @@ class _Transformer(ast.NodeTransformer):
         header.end_col_offset = len(self.lines[node.lineno - 1].rstrip().encode("utf-8"))
         node.body = [
             _located(prologue, first),
-            *node.body,
+            *_join_outputs(node.body),
             _located(ast.Return(self.joined(kind, header)), header),
         ]
         # Innermost, so the mark is on the function itself whatever wraps it.
@@ -237,19 +391,203 @@ class _Transformer(ast.NodeTransformer):
 
     # -- statements in template bodies -----------------------------------------
 
-    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | list[ast.stmt]:
         if self.kind is None:
             return self.generic_visit(node)
-        value = self.visit(node.value)
-        method = "append"
-        if isinstance(value, _COMPREHENSIONS):
-            method = "extend"
+        if isinstance(node.value, _COMPREHENSIONS):
+            value = self.visit(node.value)
             if isinstance(value, ast.GeneratorExp):
                 # Measured: extend() is faster with a list than with a generator.
                 value = ast.copy_location(ast.ListComp(value.elt, value.generators), value)
-        # Measured: on 3.11+ ``out.append(x)`` is specialised and beats a bound method.
-        func = ast.Attribute(_name(_OUT, node), method, ast.Load())
-        return _located(ast.Expr(_call(func, [value], node)), node)
+            func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
+            return _located(ast.Expr(_call(func, [value], node)), node)
+        found = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
+        if found is None:
+            setup, pieces = [], [_Value(self.visit(node.value), node.value, _RAW)]
+        else:
+            setup, pieces = found
+        return [*setup, self.output(pieces, node)]
+
+    # -- output pieces ---------------------------------------------------------
+    #
+    # An output statement's output is a list of pieces in the order it is
+    # produced: trusted literal text (_Text) and values (_Value), each value
+    # with the rule that formats it: as a statement's value (_RAW), as an
+    # f-string or str.format field (_FIELD, with its conversion and spec) or
+    # as a %s (_PERCENT).  f-strings, and % and .format() on literals with
+    # fields that can be reproduced exactly, are taken apart into pieces;
+    # everything else is one _RAW value.  output() appends the pieces in one
+    # call, each value through value_code(): the one place that decides what
+    # a value becomes, so that it is the same for every style of template.
+    # Consecutive output statements are joined into one call afterwards
+    # (join_outputs), where no handler in the template could see the output
+    # list between them.
+
+    def pieces(self, value: ast.expr) -> tuple[list[ast.stmt], list[_Piece]] | None:
+        """Setup statements and pieces for an f-string, ``lit % args`` or ``lit.format()``."""
+        if isinstance(value, ast.JoinedStr):
+            return [], self.fstring_pieces(value)
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Mod)
+            and isinstance(value.left, ast.Constant)
+            and type(value.left.value) is str
+        ):
+            return self.percent_pieces(value)
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "format"
+            and isinstance(value.func.value, ast.Constant)
+            and type(value.func.value.value) is str
+        ):
+            return self.format_pieces(value)
+        return None
+
+    def fstring_pieces(self, node: ast.JoinedStr) -> list[_Piece]:
+        pieces: list[_Piece] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                pieces.append(_Text(part.value, part))
+            elif isinstance(part, ast.FormattedValue):
+                spec = None if _empty_spec(part) else self.spec(part)
+                pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
+        return pieces
+
+    def percent_pieces(self, node: ast.BinOp) -> tuple[list[ast.stmt], list[_Piece]] | None:
+        assert isinstance(node.left, ast.Constant)
+        parts = _percent_parts(node.left.value)
+        if parts is None:
+            return None
+        holes = parts.count(None)
+        right = node.right
+        if holes == 1 and not isinstance(right, (ast.Tuple, ast.Starred)):
+            # One value, whatever it turns out to be: a tuple or an unusual type
+            # goes to percent_field(), which knows the whole format.
+            fmt = _name(self.hoist(node.left), node.left)
+            values = [_Value(self.visit(right), right, _PERCENT, fmt=fmt)]
+            return [], _fill(parts, node.left, values)
+        if (
+            isinstance(right, ast.Tuple)
+            and len(right.elts) == holes
+            and holes > 0
+            and not any(isinstance(e, ast.Starred) for e in right.elts)
+        ):
+            # str evaluates the whole tuple before it formats anything: so do we.
+            setup, values = self.evaluated_first(right.elts, _PERCENT)
+            return setup, _fill(parts, node.left, values)
+        return None
+
+    def format_pieces(self, node: ast.Call) -> tuple[list[ast.stmt], list[_Piece]] | None:
+        assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            return None
+        fields = _format_fields(
+            node.func.value.value, len(node.args), [k.arg for k in node.keywords]
+        )
+        if fields is None:
+            return None
+        names = [k.arg for k in node.keywords]
+        used = [
+            part if isinstance(part, int) else len(node.args) + names.index(part[0])
+            for part in fields
+            if not isinstance(part, str)
+        ]
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        # One argument used once is formatted where it is evaluated; otherwise each
+        # is evaluated once, in order, before any is formatted.
+        once = len(arguments) == 1 and used == [0]
+        setup, values = self.evaluated_first(arguments, _FIELD, hold=not once)
+        filled = iter(used)
+        pieces: list[_Piece] = [
+            _Text(part, node.func.value) if isinstance(part, str) else values[next(filled)]
+            for part in fields
+        ]
+        return setup, pieces
+
+    def evaluated_first(
+        self, expressions: list[ast.expr], rule: int, hold: bool = False
+    ) -> tuple[list[ast.stmt], list[_Value]]:
+        """Values held in temporaries, so that all are evaluated before any is formatted."""
+        if len(expressions) == 1 and not hold:
+            return [], [_Value(self.visit(expressions[0]), expressions[0], rule)]
+        setup: list[ast.stmt] = []
+        values = []
+        for expression in expressions:
+            temp = self.temporary()
+            assign = ast.Assign([_name(temp, expression, ast.Store())], self.visit(expression))
+            setup.append(_located(assign, expression))
+            values.append(_Value(_name(temp, expression), expression, rule, held=True))
+        return setup, values
+
+    def temporary(self) -> str:
+        self.temporaries += 1
+        return f"_ptl_v{self.temporaries}"
+
+    def output(self, pieces: list[_Piece], node: ast.Expr) -> ast.stmt:
+        items: list[ast.expr] = []
+        for piece in pieces:
+            if isinstance(piece, _Text):
+                if piece.text:
+                    literal = _located(ast.Constant(piece.text), piece.node)
+                    items.append(_name(self.hoist(literal), piece.node))
+            else:
+                items.append(self.value_code(piece))
+        if len(items) == 1:
+            call = _call(ast.Attribute(_name(_OUT, node), "append", ast.Load()), items, node)
+        else:
+            tuple_ = _located(ast.Tuple(items, ast.Load()), node)
+            call = _call(ast.Attribute(_name(_OUT, node), "extend", ast.Load()), [tuple_], node)
+        statement = _located(ast.Expr(call), node)
+        if not self.guarded and _SPLIT_OUTPUT:
+            statement._ptl_items = items  # type: ignore[attr-defined]
+        return statement
+
+    def value_code(self, piece: _Value) -> ast.expr:
+        """The expression that outputs one value by its piece's rule."""
+        node, expr = piece.node, piece.value
+        if piece.rule == _RAW:
+            return expr  # as it is: the final join escapes it
+        if piece.conversion != -1 or piece.spec is not None:
+            formatted = _call(
+                _name("_ptl_format_field", node),
+                [expr, _located(ast.Constant(piece.conversion), node),
+                 piece.spec or _located(ast.Constant(""), node)],
+                node,
+            )  # fmt: skip
+            return _call(_name("_ptl_htmltext", node), [formatted], node)
+        # A simple value goes to the output list as it is; anything else is
+        # formatted now, by the rule of the construct it came from.
+        if piece.held or isinstance(expr, ast.Name):
+            # A name read twice gives the same object: no code runs in between.
+            value, first = _name(expr.id, node), expr  # type: ignore[attr-defined]
+        else:
+            temp = self.temporary()
+            first = _located(ast.NamedExpr(_name(temp, node, ast.Store()), expr), node)
+            value = _name(temp, node)
+        simple = _located(
+            ast.Compare(
+                _call(_name(_TYPE, node), [first], node),
+                [ast.In()],
+                [_name(_SIMPLE, node)],
+            ),
+            node,
+        )
+        if piece.rule == _PERCENT:
+            if piece.fmt is not None:
+                other = _call(_name("_ptl_percent_field", node), [value, piece.fmt], node)
+            else:
+                other = _call(_name("_ptl_htmlescape", node), [value], node)
+        else:
+            formatted = _call(
+                _name("_ptl_format_field", node),
+                [value, _located(ast.Constant(-1), node), _located(ast.Constant(""), node)],
+                node,
+            )
+            other = _call(_name("_ptl_htmltext", node), [formatted], node)
+        return _located(ast.IfExp(simple, _name(value.id, node), other), node)
 
     def visit_Return(self, node: ast.Return) -> ast.AST:
         if self.kind is None:
@@ -270,7 +608,19 @@ class _Transformer(ast.NodeTransformer):
         node.value = self.joined(self.kind, node)
         return node
 
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> ast.AST:
+        node.items = self.visit_list(node.items)
+        with self.guarding():
+            node.body = self.visit_list(node.body)
+        return node
+
+    visit_AsyncWith = visit_With
+
     def visit_Try(self, node: ast.Try) -> ast.AST:
+        with self.guarding():
+            return self.visit_guarded_try(node)
+
+    def visit_guarded_try(self, node: ast.Try) -> ast.AST:
         output = _first_output(node.finalbody) if self.kind is not None else None
         if output is None:
             return self.generic_visit(node)
@@ -768,4 +1118,18 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
         level=0,
     )
-    body[index:index] = [_located(runtime, ref), _located(markers, ref), *literals]
+    # Bound before any code of the module's runs, so that a module, parameter or
+    # variable named ``type`` or ``str`` changes nothing.
+    types = ast.Tuple([_name(n, ref) for n in ("str", "int", "float", "_ptl_htmltext")], ast.Load())
+    simple = [
+        ast.Assign([_name(_TYPE, ref, ast.Store())], _name("type", ref)),
+        ast.Assign(
+            [_name(_SIMPLE, ref, ast.Store())], _call(_name("frozenset", ref), [types], ref)
+        ),
+    ]
+    body[index:index] = [
+        _located(runtime, ref),
+        _located(markers, ref),
+        *(_located(statement, ref) for statement in simple),
+        *literals,
+    ]

@@ -355,7 +355,8 @@ def test_fstring_nested_spec_cannot_inject_markup() -> None:
 
 
 def test_fstring_spec_fstring_literals_stay_plain() -> None:
-    tree = parse_ptl("def f [html] (x, w):\n    f'{x:>{w}}<'\n")
+    # Not an output statement, so the f-string stays one (the fast path is tested apart).
+    tree = parse_ptl("def f [html] (x, w):\n    y = f'{x:>{w}}<'\n    y\n")
     source = ast.unparse(tree)
     # The spec is a plain f-string; only the whole f-string becomes htmltext.
     assert "_ptl_format_field(x, -1, f'>{w}')" in source
@@ -374,20 +375,23 @@ def test_generated_code_shape() -> None:
     assert ast.get_docstring(tree) == "Doc."
     assert isinstance(body[1], ast.ImportFrom) and body[1].module == "__future__"
     assert ast.unparse(body[2]) == (
-        "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
-        "plain_join as _ptl_plain_join, format_field as _ptl_format_field"
+        "from ptl_wsgi.html import htmltext as _ptl_htmltext, htmlescape as _ptl_htmlescape, "
+        "html_join as _ptl_html_join, plain_join as _ptl_plain_join, "
+        "format_field as _ptl_format_field, percent_field as _ptl_percent_field"
     )
     assert ast.unparse(body[3]) == (
         "from ptl_wsgi._runtime import mark_html_template as _ptl_mark_html, "
         "mark_plain_template as _ptl_mark_plain"
     )
-    assert ast.unparse(body[4]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
-    assert ast.unparse(body[5]).splitlines() == [
+    assert ast.unparse(body[4]) == "_ptl_type = type"
+    assert ast.unparse(body[5]) == "_ptl_simple = frozenset((str, int, float, _ptl_htmltext))"
+    assert ast.unparse(body[6]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
+    # Consecutive output statements are one call.
+    assert ast.unparse(body[7]).splitlines() == [
         "@_ptl_mark_html",
         "def f(x):",
         "    _ptl_out = []",
-        "    _ptl_out.append(_ptl_lit_0)",
-        "    _ptl_out.append(x)",
+        "    _ptl_out.extend((_ptl_lit_0, x))",
         "    _ptl_out.extend([i for i in x])",
         "    return _ptl_html_join(_ptl_out)",
     ]

@@ -1,0 +1,163 @@
+"""Each way of writing an [html] template, timed against the others and Jinja2.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/styles.py [--rounds N] [--quick] [--write]
+
+bigtable (1,000 x 10 integers) and page (100 articles in a layout, values
+escaped where they need it) are written four ways (benchmarks/tpl/ptl_styles.ptl):
+statements, f-strings, ``%`` and ``.format()``, and rendered by Jinja2 for
+scale.  Every output is checked against Jinja2's before anything is timed.
+Rounds are interleaved (every function once per round) and each figure is
+the median of its rounds, as a ratio; absolute times are for orientation.
+
+Targets (the performance issue): every style within 1.15x of the fastest
+style, and the statement style at most 0.10x Jinja2's time.  The script exits
+with status 1 when one is missed.  ``--write`` puts the table in RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from templates import ITEMS, JINJA_TEMPLATES, TABLE, normalise  # noqa: E402
+
+STYLES = ("stmt", "f", "pct", "format")
+SCENARIOS = ("bigtable", "page")
+STYLE_TARGET = 1.15
+JINJA_TARGET = 0.10
+RESULTS = HERE / "RESULTS.md"
+SECTION = "## Template styles"
+
+
+def ptl_functions() -> dict[str, Callable[[], Any]]:
+    import ptl_wsgi
+
+    namespace: dict[str, Any] = {"__name__": "bench_styles"}
+    path = HERE / "tpl" / "ptl_styles.ptl"
+    exec(ptl_wsgi.compile_ptl(path.read_text(), str(path)), namespace)
+    functions: dict[str, Callable[[], Any]] = {}
+    for style in STYLES:
+        bigtable, page = namespace[f"bigtable_{style}"], namespace[f"page_{style}"]
+        functions[f"bigtable {style}"] = lambda f=bigtable: f(TABLE)
+        functions[f"page {style}"] = lambda f=page: f(ITEMS)
+    return functions
+
+
+def jinja_functions() -> dict[str, Callable[[], Any]]:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.DictLoader(JINJA_TEMPLATES), autoescape=True)
+    big, page = env.get_template("bigtable.html"), env.get_template("articles.html")
+    return {
+        "bigtable jinja2": lambda: big.render(table=TABLE),
+        "page jinja2": lambda: page.render(items=ITEMS, title="Articles"),
+    }
+
+
+def check(functions: dict[str, Callable[[], Any]]) -> None:
+    for scenario in SCENARIOS:
+        reference = normalise(functions[f"{scenario} jinja2"]())
+        for style in STYLES:
+            got = normalise(functions[f"{scenario} {style}"]())
+            if got != reference:
+                raise SystemExit(f"{scenario} {style} renders differently from Jinja2")
+
+
+def medians(functions: dict[str, Callable[[], Any]], rounds: int, quick: bool) -> dict[str, float]:
+    """Median time per call of each function over *rounds* interleaved rounds."""
+    counts = {}
+    for name, function in functions.items():
+        start = time.perf_counter()
+        function()
+        once = time.perf_counter() - start
+        counts[name] = max(1, int((0.02 if quick else 0.1) / max(once, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            number = counts[name]
+            start = time.perf_counter()
+            for _ in range(number):
+                function()
+            samples[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def report(times: dict[str, float]) -> tuple[list[str], list[str]]:
+    lines = [
+        "| scenario | style | time | / fastest style | / Jinja2 |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    missed = []
+    for scenario in SCENARIOS:
+        jinja = times[f"{scenario} jinja2"]
+        fastest = min(times[f"{scenario} {style}"] for style in STYLES)
+        for style in STYLES:
+            t = times[f"{scenario} {style}"]
+            ratios = f"{t / fastest:.2f}x | {t / jinja:.3f}x"
+            lines.append(f"| {scenario} | {style} | {t * 1e3:.3f} ms | {ratios} |")
+            if t / fastest > STYLE_TARGET:
+                missed.append(f"{scenario} {style}: {t / fastest:.2f}x the fastest style")
+            if style == "stmt" and t / jinja > JINJA_TARGET:
+                missed.append(f"{scenario} stmt: {t / jinja:.3f}x Jinja2")
+        lines.append(f"| {scenario} | Jinja2 | {jinja * 1e3:.3f} ms | | 1.000x |")
+    return lines, missed
+
+
+def write(lines: list[str], missed: list[str], command: str) -> None:
+    import ptl_wsgi
+
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    body = "\n".join(
+        [
+            SECTION,
+            "",
+            f"`{command}` (Python {sys.version.split()[0]}, ptl_wsgi {ptl_wsgi.__version__}, "
+            f"{ptl_wsgi.IMPLEMENTATION} twin; medians of interleaved rounds). Targets: every "
+            f"style within {STYLE_TARGET}x of the fastest; statements at most "
+            f"{JINJA_TARGET}x Jinja2.",
+            "",
+            *lines,
+            "",
+            ("Missed: " + "; ".join(missed) + ".") if missed else "Every target met.",
+            "",
+        ]
+    )
+    if SECTION in text:
+        start = text.index(SECTION)
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + body + (text[end + 1 :] if end >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    RESULTS.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (15)")
+    parser.add_argument("--quick", action="store_true", help="short rounds, for a smoke test")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    functions = {**ptl_functions(), **jinja_functions()}
+    check(functions)
+    lines, missed = report(medians(functions, args.rounds, args.quick))
+    print("\n".join(lines))
+    for miss in missed:
+        print(f"target missed: {miss}")
+    if args.write:
+        write(lines, missed, "python benchmarks/styles.py " + " ".join(argv or sys.argv[1:]))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

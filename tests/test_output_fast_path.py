@@ -1,0 +1,160 @@
+"""The compiler's fast path for f-strings, ``%`` and ``.format()`` output matches the general path.
+
+Each template below is compiled twice: as shipped, where output statements are
+taken apart into pieces and consecutive ones joined, and with the fast path off
+(``compiler._SPLIT_OUTPUT = False``), where each statement appends its value as
+one expression.  For any values, both give the same output, or the same error,
+after the same calls to the values' own methods, in the same order.
+"""
+
+from __future__ import annotations
+
+import decimal
+import types
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ptl_wsgi import compiler
+from ptl_wsgi.html import htmltext
+
+SOURCE = """
+def fstring [html] (a, b):
+    f"<td>{a}</td><td>{b}</td>"
+
+def fstring_specs [html] (a, b):
+    f"<td>{a!r}</td><td>{b!s}</td><td>{a:>3}</td>"
+
+def percent_one [html] (a, b):
+    "<td>%s</td>" % a
+    "<td>%s%%</td>" % (b,)
+
+def percent_tuple [html] (a, b):
+    "<td>%s</td><td>%s</td>" % (a, b)
+
+def percent_rest [html] (a, b):
+    "<td>%s</td>" % b.attr if hasattr(b, "attr") else "<td>%s</td>" % a
+
+def format_fields [html] (a, b):
+    "<td>{}</td><td>{}</td>".format(a, b)
+    "<td>{1}{0}{1}</td>".format(a, b)
+    "<td>{x}</td>".format(x=a, y=b)
+
+def mixed [html] (a, b):
+    "<tr>"
+    a
+    f"<td>{b}</td>"
+    "<td>%s</td>" % a
+    b
+    "</tr>"
+
+def guarded [html] (a, b):
+    try:
+        "<p>"
+        f"{a}"
+        "<i>%s</i>" % (b,)
+        "</p>"
+    except Exception as exc:
+        "<error %s>" % type(exc).__name__
+
+def plain_kind [plain] (a, b):
+    "<p>"
+    f"{a}|{b}"
+    "%s" % (a,)
+"""
+
+NAMES = [
+    "fstring", "fstring_specs", "percent_one", "percent_tuple", "percent_rest",
+    "format_fields", "mixed", "guarded", "plain_kind",
+]  # fmt: skip
+
+
+def _module(split: bool) -> types.ModuleType:
+    before = compiler._SPLIT_OUTPUT
+    compiler._SPLIT_OUTPUT = split
+    try:
+        code = compiler.compile_ptl(SOURCE, f"<fast-path {split}>")
+    finally:
+        compiler._SPLIT_OUTPUT = before
+    module = types.ModuleType(f"fast_path_{split}")
+    exec(code, module.__dict__)
+    return module
+
+
+FAST, GENERAL = _module(True), _module(False)
+LOG: list[str] = []
+
+
+class Recorder:
+    """A value that logs every method of its own that formatting calls."""
+
+    def __init__(self, text: str, fails: str = "") -> None:
+        self.text, self.fails = text, fails
+
+    def _call(self, what: str) -> str:
+        LOG.append(f"{what}:{self.text}")
+        if what == self.fails:
+            raise ValueError(f"{what} of {self.text!r} failed")
+        return self.text
+
+    def __str__(self) -> str:
+        return self._call("str")
+
+    def __repr__(self) -> str:
+        return self._call("repr")
+
+    def __format__(self, spec: str) -> str:
+        return self._call(f"format{spec}")
+
+
+class Markup(Recorder):
+    def __html__(self) -> str:
+        return self._call("html")
+
+
+texts = st.text(alphabet="<>&\"'ab%{} ", max_size=6)
+scalars = st.one_of(
+    texts,
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+    st.none(),
+    texts.map(htmltext),
+    st.decimals(allow_nan=False).map(decimal.Decimal),
+    st.builds(Recorder, texts, st.sampled_from(["", "str", "repr", "format", "format>3"])),
+    st.builds(Markup, texts, st.sampled_from(["", "html", "str"])),
+)
+values = st.one_of(
+    scalars,
+    st.tuples(scalars),
+    st.tuples(scalars, scalars),
+    st.tuples(),
+    st.dictionaries(texts, scalars, max_size=2),
+)
+
+
+def outcome(module: types.ModuleType, name: str, a: Any, b: Any) -> tuple[Any, ...]:
+    LOG.clear()
+    try:
+        result = getattr(module, name)(a, b)
+    except Exception as exc:  # the same error is part of the contract
+        return ("raised", type(exc), str(exc), list(LOG))
+    return ("returned", type(result), str(result), list(LOG))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(a=values, b=values)
+def test_fast_path_matches_general_path(name: str, a: Any, b: Any) -> None:
+    assert outcome(FAST, name, a, b) == outcome(GENERAL, name, a, b)
+
+
+def test_the_fast_path_is_taken() -> None:
+    # Otherwise the property above would compare the general path with itself.
+    fast = {name: getattr(FAST, name).__code__.co_names for name in NAMES}
+    assert (
+        "_ptl_simple" in fast["fstring"] and "_ptl_simple" not in GENERAL.fstring.__code__.co_names
+    )
+    assert "_ptl_percent_field" in fast["percent_one"]
+    assert "extend" in fast["mixed"] and "extend" not in GENERAL.mixed.__code__.co_names
