@@ -2416,6 +2416,60 @@ mod_format_mod(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
     return format_mod_impl(bound[0], bound[1]);
 }
 
+/* Output values of compiled templates' fast path.  A str, int, float or
+   htmltext goes to the output list as it is (the final join escapes it, and
+   its text cannot change before then); anything else is formatted now, by
+   the rule of the construct the value came from. */
+static inline int
+is_simple_output(PyObject *v)
+{
+    return PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+           Py_TYPE(v) == text_type;
+}
+
+static PyObject *
+mod_field_output(PyObject *Py_UNUSED(module), PyObject *value)
+{
+    if (is_simple_output(value)) {
+        return Py_NewRef(value);
+    }
+    return new_text_steal(text_type, field_markup(value, empty_str));
+}
+
+static PyObject *
+mod_percent_output(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "percent_output() takes exactly 2 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    PyObject *value = args[0], *fmt = args[1];
+    if (is_simple_output(value)) {
+        return Py_NewRef(value);
+    }
+    if (fmt != Py_None && PyTuple_Check(value)) {
+        /* As str reads it: the tuple's own items, whatever a subclass says. */
+        if (PyTuple_GET_SIZE(value) != 1) {
+            PyObject *raised = PyNumber_Remainder(fmt, value);
+            if (raised == NULL) {
+                return NULL; /* str's own error for the wrong number of values */
+            }
+            Py_DECREF(raised);
+            PyErr_SetString(PyExc_ValueError, "percent_output(): fmt must have one field");
+            return NULL;
+        }
+        value = PyTuple_GET_ITEM(value, 0);
+        if (is_simple_output(value)) {
+            return Py_NewRef(value);
+        }
+    }
+    if (Py_TYPE(value) == text_type) {
+        return Py_NewRef(value);
+    }
+    return new_text_steal(text_type, markup_text(value));
+}
+
 #define FASTCALL_KW (METH_FASTCALL | METH_KEYWORDS)
 
 static PyMethodDef module_methods[] = {
@@ -2437,6 +2491,12 @@ static PyMethodDef module_methods[] = {
      PyDoc_STR("Markup for one f-string field: convert, apply spec, then escape.")},
     {"format_mod", CFUNC(mod_format_mod), FASTCALL_KW,
      PyDoc_STR("fmt % arg with every text conversion escaped; returns markup as str.")},
+    {"field_output", (PyCFunction)mod_field_output, METH_O,
+     PyDoc_STR("An f-string or str.format field's output: value itself if it is a str, int, "
+               "float or htmltext, else format_field(value, -1, '') as htmltext.")},
+    {"percent_output", CFUNC(mod_percent_output), METH_FASTCALL,
+     PyDoc_STR("A %s field's output: value itself if it is a str, int, float or htmltext, "
+               "else its markup as htmltext; a tuple is fmt's values unless fmt is None.")},
     {NULL, NULL, 0, NULL},
 };
 

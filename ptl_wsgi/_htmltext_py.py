@@ -138,6 +138,40 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
     return escape_str(format(value, spec))
 
 
+def _is_simple_output(value: Any) -> bool:
+    return type(value) in (str, int, float) or type(value) is _htmltext
+
+
+def field_output(value: Any, /) -> Any:
+    """An f-string or ``str.format`` field's output in a compiled template.
+
+    A str, int, float or htmltext is returned as it is (the final join escapes
+    it); anything else is ``format_field(value, -1, "")``, as htmltext.
+    """
+    if _is_simple_output(value):
+        return value
+    return _new_str(_htmltext, format_field(value, -1, ""))
+
+
+def percent_output(value: Any, fmt: Any, /) -> Any:
+    """A ``%s`` field's output in a compiled template.
+
+    A str, int, float or htmltext is returned as it is; anything else as its
+    markup.  With *fmt* (the whole format, which has one ``%s``), a tuple is
+    the format's values, as ``fmt % value`` takes it, and raises what that raises.
+    """
+    if _is_simple_output(value):
+        return value
+    if fmt is not None and isinstance(value, tuple):
+        if tuple.__len__(value) != 1:
+            fmt % value  # str's own error for the wrong number of values
+            raise ValueError("percent_output(): fmt must have one field")
+        value = tuple.__getitem__(value, 0)
+        if _is_simple_output(value):
+            return value
+    return htmlescape(value)
+
+
 # -- % formatting -------------------------------------------------------------
 #
 # Each conversion is formatted on the raw value first and escaped afterwards,

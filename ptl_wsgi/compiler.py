@@ -56,11 +56,11 @@ RESERVED_PREFIX = "_ptl_"
 
 _RUNTIME_NAMES = (
     ("htmltext", "_ptl_htmltext"),
-    ("htmlescape", "_ptl_htmlescape"),
     ("html_join", "_ptl_html_join"),
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
-    ("percent_field", "_ptl_percent_field"),
+    ("field_output", "_ptl_field_output"),
+    ("percent_output", "_ptl_percent_output"),
 )
 _MARKERS = (
     ("mark_html_template", "_ptl_mark_html"),
@@ -69,10 +69,6 @@ _MARKERS = (
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
-# Types whose output is known before the final join: their text cannot depend on
-# when it is taken, and format(v, "") == str(v).  Set in every module's prologue.
-_SIMPLE = "_ptl_simple"
-_TYPE = "_ptl_type"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _STATEMENT_START = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
 _IGNORED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
@@ -105,10 +101,24 @@ class _Value:
     conversion: int = -1
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
-    held: bool = False  # value is a temporary's name, evaluated by a setup statement
 
 
 _Piece = _Text | _Value
+
+
+_TemplateStr: type[ast.expr] | None = getattr(ast, "TemplateStr", None)  # Python 3.14+
+
+
+def _as_fstring(node: ast.expr) -> ast.JoinedStr:
+    """The f-string with a t-string's parts (PEP 750): what it means in a template."""
+    values: list[ast.expr] = []
+    for part in node.values:  # type: ignore[attr-defined]
+        if isinstance(part, ast.Constant):
+            values.append(part)
+        else:  # ast.Interpolation
+            field = ast.FormattedValue(part.value, part.conversion, part.format_spec)
+            values.append(ast.copy_location(field, part))
+    return ast.copy_location(ast.JoinedStr(values), node)
 
 
 def _empty_spec(part: ast.FormattedValue) -> bool:
@@ -425,6 +435,8 @@ class _Transformer(ast.NodeTransformer):
 
     def pieces(self, value: ast.expr) -> tuple[list[ast.stmt], list[_Piece]] | None:
         """Setup statements and pieces for an f-string, ``lit % args`` or ``lit.format()``."""
+        if _TemplateStr is not None and isinstance(value, _TemplateStr):
+            value = _as_fstring(value)
         if isinstance(value, ast.JoinedStr):
             return [], self.fstring_pieces(value)
         if (
@@ -519,7 +531,7 @@ class _Transformer(ast.NodeTransformer):
             temp = self.temporary()
             assign = ast.Assign([_name(temp, expression, ast.Store())], self.visit(expression))
             setup.append(_located(assign, expression))
-            values.append(_Value(_name(temp, expression), expression, rule, held=True))
+            values.append(_Value(_name(temp, expression), expression, rule))
         return setup, values
 
     def temporary(self) -> str:
@@ -558,36 +570,13 @@ class _Transformer(ast.NodeTransformer):
                 node,
             )  # fmt: skip
             return _call(_name("_ptl_htmltext", node), [formatted], node)
-        # A simple value goes to the output list as it is; anything else is
-        # formatted now, by the rule of the construct it came from.
-        if piece.held or isinstance(expr, ast.Name):
-            # A name read twice gives the same object: no code runs in between.
-            value, first = _name(expr.id, node), expr  # type: ignore[attr-defined]
-        else:
-            temp = self.temporary()
-            first = _located(ast.NamedExpr(_name(temp, node, ast.Store()), expr), node)
-            value = _name(temp, node)
-        simple = _located(
-            ast.Compare(
-                _call(_name(_TYPE, node), [first], node),
-                [ast.In()],
-                [_name(_SIMPLE, node)],
-            ),
-            node,
-        )
+        # A str, int, float or htmltext goes to the output list as it is (one C
+        # call that returns it); anything else is formatted now, by the rule of the
+        # construct it came from.
         if piece.rule == _PERCENT:
-            if piece.fmt is not None:
-                other = _call(_name("_ptl_percent_field", node), [value, piece.fmt], node)
-            else:
-                other = _call(_name("_ptl_htmlescape", node), [value], node)
-        else:
-            formatted = _call(
-                _name("_ptl_format_field", node),
-                [value, _located(ast.Constant(-1), node), _located(ast.Constant(""), node)],
-                node,
-            )
-            other = _call(_name("_ptl_htmltext", node), [formatted], node)
-        return _located(ast.IfExp(simple, _name(value.id, node), other), node)
+            fmt = piece.fmt or _located(ast.Constant(None), node)
+            return _call(_name("_ptl_percent_output", node), [expr, fmt], node)
+        return _call(_name("_ptl_field_output", node), [expr], node)
 
     def visit_Return(self, node: ast.Return) -> ast.AST:
         if self.kind is None:
@@ -652,6 +641,13 @@ class _Transformer(ast.NodeTransformer):
             assign = _located(ast.Assign([_name(name, node, ast.Store())], call), node)
             self.literals[node.value] = assign
         return assign.targets[0].id
+
+    def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
+        # In a template a t-string means what the same f-string means: in [html]
+        # its literal parts are trusted and its values escaped; in [plain], text.
+        if self.kind is None:
+            return self.generic_visit(node)
+        return self.visit(_as_fstring(node))
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         if self.kind != "html":
@@ -1118,18 +1114,8 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
         level=0,
     )
-    # Bound before any code of the module's runs, so that a module, parameter or
-    # variable named ``type`` or ``str`` changes nothing.
-    types = ast.Tuple([_name(n, ref) for n in ("str", "int", "float", "_ptl_htmltext")], ast.Load())
-    simple = [
-        ast.Assign([_name(_TYPE, ref, ast.Store())], _name("type", ref)),
-        ast.Assign(
-            [_name(_SIMPLE, ref, ast.Store())], _call(_name("frozenset", ref), [types], ref)
-        ),
-    ]
     body[index:index] = [
         _located(runtime, ref),
         _located(markers, ref),
-        *(_located(statement, ref) for statement in simple),
         *literals,
     ]

@@ -30,7 +30,8 @@ __all__ = [
     "html_join",
     "plain_join",
     "format_field",
-    "percent_field",
+    "field_output",
+    "percent_output",
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
@@ -145,6 +146,8 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         html_join=twin.html_join,
         plain_join=twin.plain_join,
         format_field=twin.format_field,
+        field_output=twin.field_output,
+        percent_output=twin.percent_output,
         escape_str=twin.escape_str,
     )
 
@@ -190,21 +193,9 @@ TemplateIO = _active.TemplateIO
 html_join = _active.html_join
 plain_join = _active.plain_join
 format_field = _active.format_field
+field_output = _active.field_output
+percent_output = _active.percent_output
 
-
-def percent_field(value: Any, fmt: Any) -> Any:
-    """The markup of ``fmt % value``'s one field, where *fmt* has exactly one ``%s``.
-
-    Compiled templates call it for ``"<td>%s</td>" % value`` when *value* is
-    not a str, int, float or htmltext; it raises what ``fmt % value`` raises.
-    """
-    if isinstance(value, tuple):
-        # As str does: a tuple's own items, whatever a subclass says they are.
-        if tuple.__len__(value) != 1:
-            fmt % value  # exactly one field: str's own error for any other count
-            raise AssertionError(f"{fmt!r} has one field")
-        value = tuple.__getitem__(value, 0)
-    return htmlescape(value)
 
 
 def _unpickle(text: str, twin: str | None = None) -> Any:

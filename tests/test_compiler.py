@@ -375,19 +375,17 @@ def test_generated_code_shape() -> None:
     assert ast.get_docstring(tree) == "Doc."
     assert isinstance(body[1], ast.ImportFrom) and body[1].module == "__future__"
     assert ast.unparse(body[2]) == (
-        "from ptl_wsgi.html import htmltext as _ptl_htmltext, htmlescape as _ptl_htmlescape, "
-        "html_join as _ptl_html_join, plain_join as _ptl_plain_join, "
-        "format_field as _ptl_format_field, percent_field as _ptl_percent_field"
+        "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
+        "plain_join as _ptl_plain_join, format_field as _ptl_format_field, "
+        "field_output as _ptl_field_output, percent_output as _ptl_percent_output"
     )
     assert ast.unparse(body[3]) == (
         "from ptl_wsgi._runtime import mark_html_template as _ptl_mark_html, "
         "mark_plain_template as _ptl_mark_plain"
     )
-    assert ast.unparse(body[4]) == "_ptl_type = type"
-    assert ast.unparse(body[5]) == "_ptl_simple = frozenset((str, int, float, _ptl_htmltext))"
-    assert ast.unparse(body[6]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
+    assert ast.unparse(body[4]) == "_ptl_lit_0 = _ptl_htmltext('<p>')"
     # Consecutive output statements are one call.
-    assert ast.unparse(body[7]).splitlines() == [
+    assert ast.unparse(body[5]).splitlines() == [
         "@_ptl_mark_html",
         "def f(x):",
         "    _ptl_out = []",

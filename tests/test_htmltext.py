@@ -1251,3 +1251,48 @@ class TestFormatConvertsBeforeEscaping:
             fmt.format("a", "b", "c")
         with pytest.raises(expected.type):
             impl.htmltext(fmt).format("a", "b", "c")
+
+
+# -- field_output, percent_output: compiled templates' fast path --------------------
+
+
+class Formats:
+    def __format__(self, spec):
+        return f"<format {spec}>"
+
+    def __str__(self):
+        return "<str>"
+
+
+class TestOutputFields:
+    @pytest.mark.parametrize("value", ["<a>", 5, 2.5, -0.0, 10**30])
+    def test_simple_values_are_returned_as_they_are(self, impl, value):
+        assert impl.field_output(value) is value
+        assert impl.percent_output(value, impl.htmltext("<td>%s</td>")) is value
+        assert impl.percent_output(value, None) is value
+
+    def test_htmltext_is_returned_as_it_is(self, impl):
+        ht = impl.htmltext("<b>")
+        assert impl.field_output(ht) is ht
+        assert impl.percent_output(ht, None) is ht
+
+    def test_other_values_are_formatted_now(self, impl):
+        for result in (impl.field_output(Formats()), impl.field_output(None)):
+            assert type(result) is impl.htmltext
+        assert impl.field_output(Formats()) == "&lt;format &gt;"  # format(), as f-strings
+        assert impl.percent_output(Formats(), None) == "&lt;str&gt;"  # str(), as %s
+        assert impl.field_output(None) == "None" == impl.percent_output(None, None)
+        assert impl.field_output(True) == "True"  # bool is not exactly int
+        assert impl.percent_output(Markup("<i>"), None) == "<i>"
+
+    def test_a_tuple_is_the_formats_values(self, impl):
+        fmt = impl.htmltext("<td>%s</td>")
+        assert impl.percent_output(("<x>",), fmt) == "<x>"  # its one item, raw for the join
+        assert impl.percent_output((Formats(),), fmt) == "&lt;str&gt;"
+        assert impl.percent_output(("<x>", 1), None) == "(&#x27;&lt;x&gt;&#x27;, 1)"
+        for values in ((), (1, 2)):
+            with pytest.raises(TypeError) as raised:
+                impl.percent_output(values, fmt)
+            with pytest.raises(TypeError) as expected:
+                "<td>%s</td>" % values  # noqa: UP031
+            assert str(raised.value) == str(expected.value)

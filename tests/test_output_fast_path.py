@@ -153,8 +153,7 @@ def test_fast_path_matches_general_path(name: str, a: Any, b: Any) -> None:
 def test_the_fast_path_is_taken() -> None:
     # Otherwise the property above would compare the general path with itself.
     fast = {name: getattr(FAST, name).__code__.co_names for name in NAMES}
-    assert (
-        "_ptl_simple" in fast["fstring"] and "_ptl_simple" not in GENERAL.fstring.__code__.co_names
-    )
-    assert "_ptl_percent_field" in fast["percent_one"]
+    assert "_ptl_field_output" in fast["fstring"]
+    assert "_ptl_field_output" not in GENERAL.fstring.__code__.co_names
+    assert "_ptl_percent_output" in fast["percent_one"]
     assert "extend" in fast["mixed"] and "extend" not in GENERAL.mixed.__code__.co_names
