@@ -13,13 +13,18 @@ the median of its rounds, as a ratio; absolute times are for orientation.
 
 Targets (the performance issue): every style within 1.15x of the fastest
 style, and the statement style at most 0.10x Jinja2's time.  The script exits
-with status 1 when one is missed.  ``--write`` puts the table in RESULTS.md.
+with status 1 when one is missed.  ``--instructions`` adds valgrind's
+instruction counts (repeatable where times on a shared machine are not) and
+judges the targets by them.  ``--write`` puts the table in RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -93,10 +98,38 @@ def medians(functions: dict[str, Callable[[], Any]], rounds: int, quick: bool) -
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def report(times: dict[str, float]) -> tuple[list[str], list[str]]:
+def instructions(names: list[str], renders: int = 3) -> dict[str, float]:
+    """Instructions per render of each function, counted by valgrind's callgrind.
+
+    Each function runs in its own process, once as a warm-up and then *renders*
+    times; the same process with no renders after the warm-up is subtracted.
+    """
+    counts = {}
+    for name in names:
+        totals = []
+        for n in (0, renders):
+            command = [
+                "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                sys.executable, __file__, "--run", name, str(n),
+            ]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if found is None:
+                raise SystemExit(f"no instruction count from valgrind for {name}")
+            totals.append(int(found[1]))
+        counts[name] = (totals[1] - totals[0]) / renders
+    return counts
+
+
+def report(
+    times: dict[str, float], counts: dict[str, float] | None = None
+) -> tuple[list[str], list[str]]:
+    """The table, and the targets missed (by time, or by instructions when counted)."""
+    measure = counts or times
     lines = [
-        "| scenario | style | time | / fastest style | / Jinja2 |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| scenario | style | time | / fastest style | / Jinja2 |"
+        + (" instructions | / fastest style | / Jinja2 |" if counts else ""),
+        "| --- | --- | ---: | ---: | ---: |" + (" ---: | ---: | ---: |" if counts else ""),
     ]
     missed = []
     for scenario in SCENARIOS:
@@ -105,12 +138,24 @@ def report(times: dict[str, float]) -> tuple[list[str], list[str]]:
         for style in STYLES:
             t = times[f"{scenario} {style}"]
             ratios = f"{t / fastest:.2f}x | {t / jinja:.3f}x"
-            lines.append(f"| {scenario} | {style} | {t * 1e3:.3f} ms | {ratios} |")
-            if t / fastest > STYLE_TARGET:
-                missed.append(f"{scenario} {style}: {t / fastest:.2f}x the fastest style")
-            if style == "stmt" and t / jinja > JINJA_TARGET:
-                missed.append(f"{scenario} stmt: {t / jinja:.3f}x Jinja2")
-        lines.append(f"| {scenario} | Jinja2 | {jinja * 1e3:.3f} ms | | 1.000x |")
+            row = f"| {scenario} | {style} | {t * 1e3:.3f} ms | {ratios} |"
+            if counts:
+                c = counts[f"{scenario} {style}"]
+                best = min(counts[f"{scenario} {other}"] for other in STYLES)
+                jc = counts[f"{scenario} jinja2"]
+                row += f" {c / 1e6:.2f} M | {c / best:.2f}x | {c / jc:.3f}x |"
+            lines.append(row)
+            m = measure[f"{scenario} {style}"]
+            m_best = min(measure[f"{scenario} {other}"] for other in STYLES)
+            m_jinja = measure[f"{scenario} jinja2"]
+            if m / m_best > STYLE_TARGET:
+                missed.append(f"{scenario} {style}: {m / m_best:.2f}x the fastest style")
+            if style == "stmt" and m / m_jinja > JINJA_TARGET:
+                missed.append(f"{scenario} stmt: {m / m_jinja:.3f}x Jinja2")
+        row = f"| {scenario} | Jinja2 | {jinja * 1e3:.3f} ms | | 1.000x |"
+        if counts:
+            row += f" {counts[f'{scenario} jinja2'] / 1e6:.2f} M | | 1.000x |"
+        lines.append(row)
     return lines, missed
 
 
@@ -123,7 +168,8 @@ def write(lines: list[str], missed: list[str], command: str) -> None:
             SECTION,
             "",
             f"`{command}` (Python {sys.version.split()[0]}, ptl_wsgi {ptl_wsgi.__version__}, "
-            f"{ptl_wsgi.IMPLEMENTATION} twin; medians of interleaved rounds). Targets: every "
+            f"{ptl_wsgi.IMPLEMENTATION} twin; medians of interleaved rounds; instructions "
+            "per render by callgrind where shown). Targets: every "
             f"style within {STYLE_TARGET}x of the fastest; statements at most "
             f"{JINJA_TARGET}x Jinja2.",
             "",
@@ -147,10 +193,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (15)")
     parser.add_argument("--quick", action="store_true", help="short rounds, for a smoke test")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions with valgrind; targets are then judged by the counts",
+    )
+    parser.add_argument("--run", nargs=2, metavar=("NAME", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     functions = {**ptl_functions(), **jinja_functions()}
+    if args.run:  # one function for instructions(): a warm-up, then N renders
+        function = functions[args.run[0]]
+        for _ in range(1 + int(args.run[1])):
+            function()
+        return 0
     check(functions)
-    lines, missed = report(medians(functions, args.rounds, args.quick))
+    counts = None
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind")
+        counts = instructions(list(functions))
+    lines, missed = report(medians(functions, args.rounds, args.quick), counts)
     print("\n".join(lines))
     for miss in missed:
         print(f"target missed: {miss}")
