@@ -154,6 +154,17 @@ def _percent_parts(fmt: str) -> list[str | None] | None:
     return parts
 
 
+def _merged_text(pieces: list[_Piece]) -> list[_Piece]:
+    """*pieces* with each run of adjacent texts made one text (one hoisted literal)."""
+    merged: list[_Piece] = []
+    for piece in pieces:
+        if isinstance(piece, _Text) and merged and isinstance(merged[-1], _Text):
+            merged[-1] = _Text(merged[-1].text + piece.text, merged[-1].node)
+        else:
+            merged.append(piece)
+    return merged
+
+
 def _fill(parts: list[str | None], ref: ast.AST, values: list[_Value]) -> list[_Piece]:
     filled = iter(values)
     return [_Text(part, ref) if part is not None else next(filled) for part in parts]
@@ -195,34 +206,6 @@ def _format_fields(
             return None
         parts.append(index)
     return parts
-
-
-def _join_outputs(statements: list[ast.stmt]) -> list[ast.stmt]:
-    """Join consecutive output statements of one block into one call, in every block."""
-    joined: list[ast.stmt] = []
-    for statement in statements:
-        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(statement, field, None)
-                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    setattr(statement, field, _join_outputs(block))
-            for inner in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
-                inner.body = _join_outputs(inner.body)
-        items = getattr(statement, "_ptl_items", None)
-        previous = joined[-1] if joined else None
-        before = getattr(previous, "_ptl_items", None)
-        if items is None or before is None:
-            joined.append(statement)
-            continue
-        assert isinstance(previous, ast.Expr) and isinstance(previous.value, ast.Call)
-        merged = [*before, *items]
-        tuple_ = _located(ast.Tuple(merged, ast.Load()), previous)
-        previous.value.func.attr = "extend"  # type: ignore[attr-defined]
-        previous.value.args = [tuple_]
-        previous.end_lineno = statement.end_lineno
-        previous.end_col_offset = statement.end_col_offset
-        previous._ptl_items = merged  # type: ignore[attr-defined]
-    return joined
 
 
 def _byte_col(line: str, col: int) -> int:
@@ -389,11 +372,44 @@ class _Transformer(ast.NodeTransformer):
         header.end_col_offset = len(self.lines[node.lineno - 1].rstrip().encode("utf-8"))
         node.body = [
             _located(prologue, first),
-            *_join_outputs(node.body),
+            *self.join_outputs(node.body),
             _located(ast.Return(self.joined(kind, header)), header),
         ]
         # Innermost, so the mark is on the function itself whatever wraps it.
         node.decorator_list.append(_name(_MARK[kind], header))
+
+    def join_outputs(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        """Join consecutive output statements of one block into one call, in every block."""
+        joined: list[ast.stmt] = []
+        run: list[ast.stmt] = []
+
+        def end_run() -> None:
+            if len(run) == 1:
+                joined.append(run[0])
+            elif run:
+                # Emitted again from the pieces of all, so that text meeting text is one literal.
+                pieces = [piece for statement in run for piece in statement._ptl_pieces]
+                merged = self.output(pieces, run[0])
+                merged.end_lineno = run[-1].end_lineno
+                merged.end_col_offset = run[-1].end_col_offset
+                joined.append(merged)
+            run.clear()
+
+        for statement in statements:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(statement, field, None)
+                    if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                        setattr(statement, field, self.join_outputs(block))
+                for inner in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
+                    inner.body = self.join_outputs(inner.body)
+            if hasattr(statement, "_ptl_pieces"):
+                run.append(statement)
+            else:
+                end_run()
+                joined.append(statement)
+        end_run()
+        return joined
 
     @staticmethod
     def joined(kind: str, ref: ast.AST) -> ast.Call:
@@ -401,7 +417,7 @@ class _Transformer(ast.NodeTransformer):
 
     # -- statements in template bodies -----------------------------------------
 
-    def visit_Expr(self, node: ast.Expr) -> ast.AST | list[ast.stmt]:
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
         if self.kind is None:
             return self.generic_visit(node)
         if isinstance(node.value, _COMPREHENSIONS):
@@ -411,12 +427,10 @@ class _Transformer(ast.NodeTransformer):
                 value = ast.copy_location(ast.ListComp(value.elt, value.generators), value)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
-        found = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
-        if found is None:
-            setup, pieces = [], [_Value(self.visit(node.value), node.value, _RAW)]
-        else:
-            setup, pieces = found
-        return [*setup, self.output(pieces, node)]
+        pieces = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
+        if pieces is None:
+            pieces = [_Value(self.visit(node.value), node.value, _RAW)]
+        return self.output(pieces, node)
 
     # -- output pieces ---------------------------------------------------------
     #
@@ -433,12 +447,12 @@ class _Transformer(ast.NodeTransformer):
     # (join_outputs), where no handler in the template could see the output
     # list between them.
 
-    def pieces(self, value: ast.expr) -> tuple[list[ast.stmt], list[_Piece]] | None:
-        """Setup statements and pieces for an f-string, ``lit % args`` or ``lit.format()``."""
+    def pieces(self, value: ast.expr) -> list[_Piece] | None:
+        """The pieces of an f-string, ``lit % args`` or ``lit.format()``; None for others."""
         if _TemplateStr is not None and isinstance(value, _TemplateStr):
             value = _as_fstring(value)
         if isinstance(value, ast.JoinedStr):
-            return [], self.fstring_pieces(value)
+            return self.fstring_pieces(value)
         if (
             isinstance(value, ast.BinOp)
             and isinstance(value.op, ast.Mod)
@@ -466,7 +480,7 @@ class _Transformer(ast.NodeTransformer):
                 pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
         return pieces
 
-    def percent_pieces(self, node: ast.BinOp) -> tuple[list[ast.stmt], list[_Piece]] | None:
+    def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
         assert isinstance(node.left, ast.Constant)
         parts = _percent_parts(node.left.value)
         if parts is None:
@@ -475,64 +489,67 @@ class _Transformer(ast.NodeTransformer):
         right = node.right
         if holes == 1 and not isinstance(right, (ast.Tuple, ast.Starred)):
             # One value, whatever it turns out to be: a tuple or an unusual type
-            # goes to percent_field(), which knows the whole format.
+            # goes to percent_output(), which is given the whole format.
             fmt = _name(self.hoist(node.left), node.left)
-            values = [_Value(self.visit(right), right, _PERCENT, fmt=fmt)]
-            return [], _fill(parts, node.left, values)
+            return _fill(parts, node.left, [_Value(self.visit(right), right, _PERCENT, fmt=fmt)])
         if (
             isinstance(right, ast.Tuple)
             and len(right.elts) == holes
             and holes > 0
             and not any(isinstance(e, ast.Starred) for e in right.elts)
         ):
-            # str evaluates the whole tuple before it formats anything: so do we.
-            setup, values = self.evaluated_first(right.elts, _PERCENT)
-            return setup, _fill(parts, node.left, values)
+            values = self.evaluated_first(right.elts, _PERCENT, list(range(holes)))
+            return _fill(parts, node.left, values)
         return None
 
-    def format_pieces(self, node: ast.Call) -> tuple[list[ast.stmt], list[_Piece]] | None:
+    def format_pieces(self, node: ast.Call) -> list[_Piece] | None:
         assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
             return None
-        fields = _format_fields(
-            node.func.value.value, len(node.args), [k.arg for k in node.keywords]
-        )
+        names = [k.arg for k in node.keywords]
+        fields = _format_fields(node.func.value.value, len(node.args), names)
         if fields is None:
             return None
-        names = [k.arg for k in node.keywords]
-        used = [
+        order = [
             part if isinstance(part, int) else len(node.args) + names.index(part[0])
             for part in fields
             if not isinstance(part, str)
         ]
+        if not order:
+            return None  # no field: the arguments are evaluated for nothing, as written
         arguments = [*node.args, *(k.value for k in node.keywords)]
-        # One argument used once is formatted where it is evaluated; otherwise each
-        # is evaluated once, in order, before any is formatted.
-        once = len(arguments) == 1 and used == [0]
-        setup, values = self.evaluated_first(arguments, _FIELD, hold=not once)
-        filled = iter(used)
-        pieces: list[_Piece] = [
-            _Text(part, node.func.value) if isinstance(part, str) else values[next(filled)]
+        filled = iter(self.evaluated_first(arguments, _FIELD, order))
+        return [
+            _Text(part, node.func.value) if isinstance(part, str) else next(filled)
             for part in fields
         ]
-        return setup, pieces
 
     def evaluated_first(
-        self, expressions: list[ast.expr], rule: int, hold: bool = False
-    ) -> tuple[list[ast.stmt], list[_Value]]:
-        """Values held in temporaries, so that all are evaluated before any is formatted."""
-        if len(expressions) == 1 and not hold:
-            return [], [_Value(self.visit(expressions[0]), expressions[0], rule)]
-        setup: list[ast.stmt] = []
+        self, expressions: list[ast.expr], rule: int, order: list[int]
+    ) -> list[_Value]:
+        """The values for fields that use *expressions* in *order*, all evaluated first.
+
+        As ``%`` and ``str.format`` do, every argument is evaluated before any
+        is formatted: the first field evaluates them all into a tuple (``(t :=
+        (a, b))[i]``) and the others index it.  One argument used once needs none.
+        """
+        if len(expressions) == 1 and order == [0]:
+            return [_Value(self.visit(expressions[0]), expressions[0], rule)]
+        temp = self.temporary()
+        first = expressions[order[0]]
+        everything = _located(
+            ast.Tuple([self.visit(e) for e in expressions], ast.Load()), expressions[0]
+        )
+        held = _located(ast.NamedExpr(_name(temp, first, ast.Store()), everything), first)
         values = []
-        for expression in expressions:
-            temp = self.temporary()
-            assign = ast.Assign([_name(temp, expression, ast.Store())], self.visit(expression))
-            setup.append(_located(assign, expression))
-            values.append(_Value(_name(temp, expression), expression, rule))
-        return setup, values
+        for position, index in enumerate(order):
+            ref = expressions[index]
+            source = held if position == 0 else _name(temp, ref)
+            item = ast.Subscript(source, _located(ast.Constant(index), ref), ast.Load())
+            values.append(_Value(_located(item, ref), ref, rule))
+        return values
 
     def temporary(self) -> str:
         self.temporaries += 1
@@ -540,7 +557,7 @@ class _Transformer(ast.NodeTransformer):
 
     def output(self, pieces: list[_Piece], node: ast.Expr) -> ast.stmt:
         items: list[ast.expr] = []
-        for piece in pieces:
+        for piece in _merged_text(pieces):
             if isinstance(piece, _Text):
                 if piece.text:
                     literal = _located(ast.Constant(piece.text), piece.node)
@@ -554,7 +571,7 @@ class _Transformer(ast.NodeTransformer):
             call = _call(ast.Attribute(_name(_OUT, node), "extend", ast.Load()), [tuple_], node)
         statement = _located(ast.Expr(call), node)
         if not self.guarded and _SPLIT_OUTPUT:
-            statement._ptl_items = items  # type: ignore[attr-defined]
+            statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement
 
     def value_code(self, piece: _Value) -> ast.expr:
@@ -960,7 +977,12 @@ def _parse_lines(original: list[str], filename: str) -> tuple[ast.Module, int, a
     with _recursion_room(depth), _nesting_limit(filename, original, deepest):
         transformer = _Transformer(templates, filename, original)
         tree = transformer.visit(tree)
-        _add_prologue(tree, list(transformer.literals.values()))
+        # Literals of statements joined with their neighbours may be unused now.
+        used = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_ptl_lit_")
+        }
+        literals = [a for a in transformer.literals.values() if a.targets[0].id in used]
+        _add_prologue(tree, literals)
     return tree, depth, deepest
 
 
