@@ -112,8 +112,8 @@ def wsgi_caller(app: Callable[..., Any], path: str, marker: bytes) -> Callable[[
 # -- the frameworks -------------------------------------------------------------------
 
 
-def flask_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
-    """``{part: {engine: call}}`` for Flask: PTL and Jinja2 in one app."""
+def flask_app(folder: Path) -> Any:
+    """One Flask app, ``PTL(app)``: ``/ptl`` and ``/jinja`` serve the page."""
     import flask
 
     from ptl_wsgi.contrib.flask import PTL
@@ -130,6 +130,14 @@ def flask_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     def jinja_page() -> str:
         return flask.render_template("articles.html", items=ITEMS, title=TITLE)
 
+    return app
+
+
+def flask_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
+    """``{part: {engine: call}}`` for Flask: PTL and Jinja2 in one app."""
+    import flask
+
+    app = flask_app(folder)
     context = app.test_request_context("/")
     context.push()  # the template part runs inside a request, as in a view
     render = flask.render_template
@@ -145,8 +153,12 @@ def flask_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     }
 
 
-def django_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
-    """``{part: {engine: call}}`` for Django: PTL, DTL and Jinja2 engines in one project."""
+DJANGO_NAMES = {"ptl": PTL_NAME, "dtl": "articles.html", "jinja2": "articles.html"}
+CONTEXT = {"items": ITEMS, "title": TITLE}
+
+
+def django_app(folder: Path) -> Any:
+    """Django configured with three engines; ``/ptl/``, ``/dtl/``, ``/jinja2/`` serve the page."""
     import django
     from django.conf import settings
 
@@ -181,19 +193,26 @@ def django_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     from django.template.loader import render_to_string
     from django.urls import path
 
-    names = {"ptl": PTL_NAME, "dtl": "articles.html", "jinja2": "articles.html"}
-    context = {"items": ITEMS, "title": TITLE}
+    names = DJANGO_NAMES
 
     def view(engine: str) -> Callable[..., HttpResponse]:
         def page(request: Any) -> HttpResponse:
-            return HttpResponse(render_to_string(names[engine], context, request, using=engine))
+            return HttpResponse(render_to_string(names[engine], CONTEXT, request, using=engine))
 
         return page
 
     urls = types.ModuleType("_end_to_end_urls")
     urls.urlpatterns = [path(f"{engine}/", view(engine)) for engine in names]  # type: ignore[attr-defined]
     sys.modules[urls.__name__] = urls
-    app = get_wsgi_application()
+    return get_wsgi_application()
+
+
+def django_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
+    """``{part: {engine: call}}`` for Django: PTL, DTL and Jinja2 engines in one project."""
+    app = django_app(folder)
+    from django.template.loader import render_to_string
+
+    names, context = DJANGO_NAMES, CONTEXT
     labels = {"ptl": "PTL", "dtl": "DTL", "jinja2": "Jinja2 (Django backend)"}
     return {
         "template part": {
@@ -206,6 +225,18 @@ def django_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
 
 
 FRAMEWORKS = {"flask": flask_candidates, "django": django_candidates}
+
+
+def served(framework: str) -> Any:
+    """The WSGI app of *framework* on the templates in ``$PTL_BENCH_TEMPLATES``.
+
+    For servers: ``gunicorn --chdir benchmarks "end_to_end:served('flask')"``
+    (``benchmarks/serve_pages.py`` writes the templates and runs that).
+    """
+    folder = Path(os.environ["PTL_BENCH_TEMPLATES"])
+    return flask_app(folder) if framework == "flask" else django_app(folder)
+
+
 #: The engines each framework's PTL figures are held to.
 BASELINE = {"flask": ["Jinja2"], "django": ["DTL", "Jinja2 (Django backend)"]}
 
