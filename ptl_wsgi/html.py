@@ -10,6 +10,7 @@ share one definition of the less frequent str methods.
 from __future__ import annotations
 
 import os
+from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -164,6 +165,7 @@ _active: SimpleNamespace | None = None
 
 
 _built: dict[str, SimpleNamespace] = {}
+_build_lock = allocate_lock()
 
 
 def implementation(name: str) -> SimpleNamespace:
@@ -180,8 +182,13 @@ def implementation(name: str) -> SimpleNamespace:
         from ptl_wsgi import _htmltext_c as twin
     else:
         raise ValueError(f"unknown implementation {name!r}; expected 'c' or 'python'")
-    # setdefault: two threads building one twin at once must agree on one class.
-    return _built.setdefault(name, _build(twin))
+    # Built once: a second build would register another class with the twin, and
+    # its functions would return instances of a class no caller holds.
+    with _build_lock:
+        built = _built.get(name)
+        if built is None:
+            built = _built[name] = _build(twin)
+    return built
 
 
 _active = implementation("c" if _c_twin is not None else "python")
