@@ -1,31 +1,39 @@
 #!/usr/bin/env python3
-"""Run the benchmarks (``make bench`` calls this).
+"""Run the benchmarks and print one table of their targets (``make bench`` calls this).
 
 ::
 
-    .venv/bin/python benchmarks/run.py            # escaping, then templates (+ startup)
+    .venv/bin/python benchmarks/run.py            # every benchmark, full length
     .venv/bin/python benchmarks/run.py --quick    # the same with short loops, rough
 
-It runs, one after the other and with this interpreter:
+It runs, one after the other, each in its own process and with this interpreter:
 
 * ``benchmarks/escape.py``: ``htmlescape`` against markupsafe, ``html.escape``
   and Quixote;
 * ``benchmarks/templates.py --startup``: template rendering against Jinja2,
   Mako, Django, Chameleon, Quixote PTL and hand-written Python, and a fresh
   process's first render;
+* ``benchmarks/styles.py``: each way of writing an ``[html]`` template
+  (statements, f-strings, ``%``, ``.format()``) against the others and Jinja2;
 * ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
   a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
-  one-file CGI example per request (fails above 8 ms over ``python -c pass``).
+  one-file CGI example per request (at most 8 ms over ``python -c pass``);
+* ``benchmarks/end_to_end.py``: the page through Flask's ``render_template``
+  and Django's ``render_to_string``, template part and whole request;
+* ``benchmarks/serve_pages.py``: the same page served by gunicorn, requests/s.
 
-The WSGI serving figures in ``benchmarks/RESULTS.md`` are not produced here:
-they come from ``benchmarks/load_wsgi.py`` (servers and a load client fighting
-for the same CPUs, a few minutes), run on its own.  Nothing here writes
-RESULTS.md; ``escape.py --write`` and ``load_wsgi.py --write`` do.
+Each script states its targets as lines ending in ``**met**`` or ``**NOT met**``
+(and exits non-zero on a miss); this collects them into one table at the end, a
+script that failed without naming a target counting as a missed target of its own,
+and exits 1 if anything was missed.  ``benchmarks/load_wsgi.py`` (the example sites
+under two servers, a few minutes) is not run here.  Nothing here writes RESULTS.md;
+each script's ``--write`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -35,12 +43,48 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def run(title: str, args: list[str]) -> int:
+#: A target line: "- what: **met** (figure)" or "Target: what: **NOT met** (figure)".
+TARGET_LINE = re.compile(r"^[-\s]*(?:Target:\s*)?(?P<what>.+?):\s*\*\*(?P<verdict>met|not met)\*\*"
+                         r"[.:]?\s*(?P<figure>.*)$", re.IGNORECASE)  # fmt: skip
+
+Row = tuple[str, str, bool, str]  # benchmark, target, met, figure
+
+
+def targets_in(title: str, output: str, status: int) -> list[Row]:
+    """The target rows a benchmark's *output* states; a failure without one is a row too."""
+    rows: list[Row] = []
+    for line in output.splitlines():
+        found = TARGET_LINE.match(line.strip())
+        if found:
+            met = found["verdict"].lower() == "met"
+            rows.append((title, found["what"].strip(), met, found["figure"].strip()))
+    if status != 0 and all(met for _, _, met, _ in rows):
+        rows.append((title, "runs to the end (exit status 0)", False, f"exit status {status}"))
+    return rows
+
+
+def run(title: str, args: list[str]) -> list[Row]:
+    """Run one benchmark script, echoing its output; its target rows."""
     print(f"\n== {title}: {' '.join(['python', *args])}\n", flush=True)
     started = time.perf_counter()
-    status = subprocess.run([sys.executable, *args], cwd=ROOT).returncode
+    process = subprocess.Popen(
+        [sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        sys.stdout.write(line)
+        lines.append(line)
+    status = process.wait()
     print(f"\n({title}: {time.perf_counter() - started:.0f} s, exit status {status})", flush=True)
-    return status
+    return targets_in(title, "".join(lines), status)
+
+
+def summary(rows: list[Row]) -> list[str]:
+    lines = ["| benchmark | target | verdict | figure |", "|---|---|---|---|"]
+    for title, what, met, figure in rows:
+        lines.append(f"| {title} | {what} | {'met' if met else '**MISSED**'} | {figure} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,19 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quick = ["--quick"] if args.quick else []
 
-    failures = 0
-    failures += run("Escaping", ["benchmarks/escape.py", *quick]) != 0
-    failures += run("Templates", ["benchmarks/templates.py", "--startup", *quick]) != 0
-    runs = ["--runs", "10"] if args.quick else []
-    failures += run("Start-up", ["benchmarks/startup.py", *runs]) != 0
-    print(
-        "\n== WSGI serving\n\n"
-        "Not run here. The figures in benchmarks/RESULTS.md (section 'WSGI serving') come from\n"
-        "    .venv/bin/python benchmarks/load_wsgi.py --write\n"
-        "which serves example_sites/wsgi_app under gunicorn and waitress on 127.0.0.1 and\n"
-        "load-tests it (Python client, and wrk when installed); see that script's --help."
-    )
-    return 1 if failures else 0
+    runs = ["--runs", "10"] if args.quick else ["--runs", "40"]
+    rows: list[Row] = []
+    rows += run("Escaping", ["benchmarks/escape.py", *quick])
+    rows += run("Templates", ["benchmarks/templates.py", "--startup", *quick])
+    rows += run("Template styles", ["benchmarks/styles.py", *quick])
+    rows += run("Start-up", ["benchmarks/startup.py", *runs])
+    rows += run("End to end", ["benchmarks/end_to_end.py", *quick])
+    served = ["--requests", "300", "--rounds", "1"] if args.quick else []
+    rows += run("Served pages", ["benchmarks/serve_pages.py", *served])
+    print("\n== Targets\n")
+    print("\n".join(summary(rows)))
+    missed = sum(not met for _, _, met, _ in rows)
+    print(f"\n{len(rows) - missed} of {len(rows)} targets met.")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ Rules shared by every operation here:
 from __future__ import annotations
 
 import _string
-from functools import lru_cache
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Callable, Iterable
+    from typing import Any, TypeVar
+
+    _R = TypeVar("_R")
 
 _new_str = str.__new__
 
@@ -120,9 +121,7 @@ def format_field(value: Any, conversion: int, spec: str) -> str:
     """
     if type(conversion) is not int:
         # Exactly int: an int subclass could compare equal to a code it is not.
-        raise TypeError(
-            f"format_field() conversion must be int, not {type(conversion).__name__}"
-        )
+        raise TypeError(f"format_field() conversion must be int, not {type(conversion).__name__}")
     if conversion != -1:
         convert = _CONVERTERS.get(conversion)
         if convert is None:
@@ -198,7 +197,31 @@ class _Spec:
         self.error = error  # ValueError message, raised when formatting reaches this spec
 
 
-@lru_cache(maxsize=1024)
+def _memo(function: Callable[[str], _R]) -> Callable[[str], _R]:
+    """Cache *function*'s results for up to 1024 format strings.
+
+    Not functools.lru_cache: this twin runs where the C one is not built, and a
+    one-shot process rendering from the bytecode cache should not import functools.
+    """
+    results: dict[str, _R] = {}
+
+    def memoized(fmt: str) -> _R:
+        try:
+            return results[fmt]
+        except KeyError:
+            pass
+        result = function(fmt)
+        if len(results) >= 1024:
+            results.clear()  # a crude bound: format strings come from templates, few
+        results[fmt] = result
+        return result
+
+    memoized.__name__ = function.__name__
+    memoized.__doc__ = function.__doc__
+    return memoized
+
+
+@_memo
 def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
     """Split *fmt* into literal text and conversion specs.
 
@@ -323,9 +346,7 @@ def format_mod(fmt: str, arg: Any) -> str:
         args = tuple.__getitem__(arg, slice(None))
     if simple and len(args) == sum(1 for item in items if type(item) is _Spec):
         values = iter(args)
-        return "".join(
-            [item if type(item) is str else markup_of(next(values)) for item in items]
-        )
+        return "".join([item if type(item) is str else markup_of(next(values)) for item in items])
     mapping = arg if not is_tuple and not isinstance(arg, str) and _is_mapping(arg) else None
     out: list[str] = []
     index = 0
@@ -405,7 +426,7 @@ def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1024)
+@_memo
 def _rewrite_format(fmt: str) -> str:
     try:
         return _rewrite_fields(fmt, False, 1)

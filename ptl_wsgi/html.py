@@ -9,17 +9,17 @@ share one definition of the less frequent str methods.
 
 from __future__ import annotations
 
-import copyreg
 import os
-from functools import cache
-from types import ModuleType, SimpleNamespace
-
-from ptl_wsgi import _htmltext_py
+from _thread import allocate_lock  # threading's lock type, without importing threading
+from types import SimpleNamespace
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
+# (Nor functools, copyreg, or the Python twin when the C one is active: each is
+# imported where it is needed, off the path of a render from the bytecode cache.)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from types import ModuleType
     from typing import Any
 
 __all__ = [
@@ -104,6 +104,8 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             if protocol >= 2:
                 return str.__reduce_ex__(self, protocol)
             # (copyreg's protocol 0/1 path would pickle a C base instance.)
+            import copyreg
+
             state = getattr(self, "__dict__", None) or None
             return (copyreg.__newobj__, (type(self), str(self)), state)
         if _active is not None and cls is _active.htmltext:
@@ -166,19 +168,31 @@ _c_twin, ACCELERATOR_STATUS = _load_c()
 _active: SimpleNamespace | None = None
 
 
-@cache
+_built: dict[str, SimpleNamespace] = {}
+_build_lock = allocate_lock()
+
+
 def implementation(name: str) -> SimpleNamespace:
     """Return the API of one twin, ``"c"`` or ``"python"``, for tests and benchmarks.
 
     Raises ImportError for ``"c"`` when the accelerator is not built.
     """
+    built = _built.get(name)
+    if built is not None:
+        return built
     if name == "python":
-        return _build(_htmltext_py)
-    if name == "c":
-        from ptl_wsgi import _htmltext_c
-
-        return _build(_htmltext_c)
-    raise ValueError(f"unknown implementation {name!r}; expected 'c' or 'python'")
+        from ptl_wsgi import _htmltext_py as twin
+    elif name == "c":
+        from ptl_wsgi import _htmltext_c as twin
+    else:
+        raise ValueError(f"unknown implementation {name!r}; expected 'c' or 'python'")
+    # Built once: a second build would register another class with the twin, and
+    # its functions would return instances of a class no caller holds.
+    with _build_lock:
+        built = _built.get(name)
+        if built is None:
+            built = _built[name] = _build(twin)
+    return built
 
 
 _active = implementation("c" if _c_twin is not None else "python")
@@ -227,11 +241,15 @@ if TYPE_CHECKING:  # what __getattr__ below gives, as type checkers should see i
     js_escape = _typed.js_escape
 
 
-@cache
-def _bound_helpers() -> Any:
-    from ptl_wsgi._helpers import Helpers
+_helpers_bound: list[Any] = []
 
-    return Helpers(_active)
+
+def _bound_helpers() -> Any:
+    if not _helpers_bound:
+        from ptl_wsgi._helpers import Helpers
+
+        _helpers_bound.append(Helpers(_active))
+    return _helpers_bound[0]
 
 
 def __getattr__(name: str) -> Any:

@@ -19,16 +19,30 @@ is set (``-B``, ``PYTHONDONTWRITEBYTECODE``); where it cannot be written
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
+import _imp
 import marshal
 import os
-import struct
 import sys
-from collections.abc import Callable, Sequence
-from types import CodeType, ModuleType
+
+# importlib's machinery as the interpreter loaded it at start-up (frozen, already in
+# sys.modules): importlib.util and importlib.machinery re-export these very objects,
+# but importing them costs a one-shot process contextlib, importlib._abc and more.
+from _frozen_importlib import ModuleSpec, module_from_spec
+from _frozen_importlib_external import (
+    MAGIC_NUMBER,
+    PathFinder,
+    SourceFileLoader,
+    cache_from_source,
+)
+from types import CodeType
 
 from ptl_wsgi import _runtime
+
+# Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import ModuleType
 
 __all__ = [
     "PtlFinder",
@@ -43,8 +57,14 @@ __all__ = [
 ]
 
 SUFFIX = ".ptl"
-_MAGIC = importlib.util.MAGIC_NUMBER + b"PTL\1"
-_HEADER = struct.Struct("<8s8s")  # magic, importlib.util.source_hash(source)
+_MAGIC = MAGIC_NUMBER + b"PTL\1"
+_HASH_KEY = int.from_bytes(MAGIC_NUMBER, "little")  # what importlib.util.source_hash uses
+_HEADER_SIZE = 16  # _MAGIC, then _source_hash(source): 8 bytes each
+
+
+def _source_hash(source: bytes) -> bytes:
+    """``importlib.util.source_hash(source)`` (PEP 552's key), without importing importlib.util."""
+    return _imp.source_hash(_HASH_KEY, source)
 
 
 def _cache_tag() -> str:
@@ -62,7 +82,7 @@ def cache_path(source_path: str) -> str | None:
     stem = filename[: -len(SUFFIX)] if filename.endswith(SUFFIX) else filename
     try:
         # Borrow Python's own rules for where __pycache__ is (sys.pycache_prefix).
-        python_cache = importlib.util.cache_from_source(os.path.join(directory, stem + ".py"))
+        python_cache = cache_from_source(os.path.join(directory, stem + ".py"))
     except NotImplementedError:
         return None
     tag = _cache_tag()
@@ -83,11 +103,10 @@ def _read_cache(path: str, source: bytes) -> CodeType | None:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        magic, source_hash = _HEADER.unpack_from(data)
-        if (magic, source_hash) != (_MAGIC, importlib.util.source_hash(source)):
-            return None
-        code = marshal.loads(memoryview(data)[_HEADER.size :])
-    except (OSError, struct.error, EOFError, ValueError, TypeError):
+        if data[:_HEADER_SIZE] != _MAGIC + _source_hash(source):
+            return None  # stale, truncated or not ours
+        code = marshal.loads(memoryview(data)[_HEADER_SIZE:])
+    except (OSError, EOFError, ValueError, TypeError):
         return None
     return code if isinstance(code, CodeType) else None
 
@@ -96,7 +115,7 @@ def _write_cache(path: str, source: bytes, mode: int, code: CodeType) -> None:
     """Write *code* to *path* atomically; raises OSError when that is impossible."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    data = _HEADER.pack(_MAGIC, importlib.util.source_hash(source)) + marshal.dumps(code)
+    data = _MAGIC + _source_hash(source) + marshal.dumps(code)
     # A unique temporary name in the same directory, then an atomic rename.
     temp = f"{path}.{os.getpid()}-{id(data):x}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, (mode & 0o666) | 0o200)
@@ -112,7 +131,7 @@ def _write_cache(path: str, source: bytes, mode: int, code: CodeType) -> None:
         raise
 
 
-class PtlLoader(importlib.machinery.SourceFileLoader):
+class PtlLoader(SourceFileLoader):
     """Loads a ``.ptl`` file; ``get_source``/``get_data`` come from SourceFileLoader."""
 
     def source_to_code(self, data: bytes | str, path: str, *, _optimize: int = -1) -> CodeType:
@@ -169,8 +188,8 @@ def code_for_path(path: str | os.PathLike[str], *, write: bool = True) -> CodeTy
     return _cached_code(source_path, source, _compile, write)
 
 
-def _spec(fullname: str, path: str) -> importlib.machinery.ModuleSpec:
-    spec = importlib.machinery.ModuleSpec(fullname, PtlLoader(fullname, path), origin=path)
+def _spec(fullname: str, path: str) -> ModuleSpec:
+    spec = ModuleSpec(fullname, PtlLoader(fullname, path), origin=path)
     spec.has_location = True
     spec.cached = cache_path(path)
     return spec
@@ -204,7 +223,7 @@ class PtlFinder:
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         """Spec for ``fullname`` if the first path entry that defines it holds a .ptl."""
         filename = fullname.rpartition(".")[2] + SUFFIX
         entries = [e for e in (sys.path if path is None else path) if isinstance(e, str)]
@@ -217,7 +236,7 @@ class PtlFinder:
         return None
 
 
-def _checked_spec(fullname: str, ptl_path: str) -> importlib.machinery.ModuleSpec:
+def _checked_spec(fullname: str, ptl_path: str) -> ModuleSpec:
     other = _found_elsewhere(fullname, [os.path.dirname(ptl_path)])
     if other is not None:
         raise ImportError(
@@ -231,7 +250,7 @@ def _checked_spec(fullname: str, ptl_path: str) -> importlib.machinery.ModuleSpe
 
 def _found_elsewhere(fullname: str, entries: list[str]) -> str | None:
     """The origin of a non-PTL module or regular package *entries* define, if any."""
-    spec = importlib.machinery.PathFinder.find_spec(fullname, entries)
+    spec = PathFinder.find_spec(fullname, entries)
     if spec is None or spec.loader is None or spec.origin is None:
         return None  # nothing, or only a namespace-package portion
     return spec.origin
@@ -254,7 +273,7 @@ class _PackageFinder:
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         """As :meth:`PtlFinder.find_spec`, for a submodule of one of the packages."""
         if path is None or fullname.partition(".")[0] not in self.packages:
             return None
@@ -267,7 +286,7 @@ _package_finder = _PackageFinder()
 def _insert(finder: PtlFinder | _PackageFinder) -> None:
     """Put *finder* on ``sys.meta_path`` just before the standard path finder."""
     for index, other in enumerate(sys.meta_path):
-        if other is importlib.machinery.PathFinder:
+        if other is PathFinder:
             sys.meta_path.insert(index, finder)
             return
     sys.meta_path.append(finder)
@@ -298,7 +317,7 @@ def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> Mod
     Uses the same bytecode cache as ``import``; the finder need not be installed.
     """
     spec = _spec(module_name, os.path.abspath(path))
-    module = importlib.util.module_from_spec(spec)
+    module = module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)

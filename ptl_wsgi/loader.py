@@ -20,10 +20,6 @@ Flask's and Django's loaders search their folders::
 
 from __future__ import annotations
 
-import functools
-import importlib
-import importlib.machinery
-import importlib.util
 import itertools
 import os
 import sys
@@ -35,6 +31,7 @@ from contextvars import ContextVar
 from types import FunctionType, GeneratorType, MappingProxyType, ModuleType
 
 from ptl_wsgi._iterate import InContext, setting
+from ptl_wsgi.importer import ModuleSpec, module_from_spec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,7 +142,11 @@ class Template:
             _render_var.reset(token)
         if isinstance(result, GeneratorType):
             # A stream runs after this returned, perhaps where a server iterates it.
-            return InContext(result, functools.partial(setting, _render_var, current))
+            # A closure, not functools.partial: a one-shot process need not import functools.
+            def enter() -> setting:
+                return setting(_render_var, current)
+
+            return InContext(result, enter)
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -178,9 +179,9 @@ class Loader:
 
         # For this package alone: templates import each other, the process's imports stay.
         install_for(self.package)
-        spec = importlib.machinery.ModuleSpec(self.package, None, is_package=True)
+        spec = ModuleSpec(self.package, None, is_package=True)
         spec.submodule_search_locations = self.search_path
-        package = importlib.util.module_from_spec(spec)
+        package = module_from_spec(spec)
         sys.modules[self.package] = package
 
     # -- lookups ------------------------------------------------------------------
@@ -254,8 +255,9 @@ class Loader:
             or any(part in ("", ".", "..") for part in parts)
         ):
             raise TemplateNotFound(
-                name, reason="a template name is a relative path ending in .ptl, "
-                "such as 'blog/post.ptl' or 'blog/post.ptl:sidebar'"
+                name,
+                reason="a template name is a relative path ending in .ptl, "
+                "such as 'blog/post.ptl' or 'blog/post.ptl:sidebar'",
             )
         return os.path.join(*parts)
 
@@ -332,11 +334,11 @@ class Loader:
             name = f"{parent_name}.{part}"
             package = sys.modules.get(name)
             if package is None:
-                spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+                spec = ModuleSpec(name, None, is_package=True)
                 spec.submodule_search_locations = [
                     os.path.join(root, *directories[:depth]) for root in self.search_path
                 ]
-                package = importlib.util.module_from_spec(spec)
+                package = module_from_spec(spec)
                 sys.modules[name] = package
                 setattr(parent, part, package)
             parent_name, parent = name, package
@@ -379,6 +381,8 @@ class Loader:
             del sys.modules[name]
         self._templates.clear()
         self._mtimes.clear()
+        import importlib  # here: a one-shot process never purges
+
         importlib.invalidate_caches()
 
 

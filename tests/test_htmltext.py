@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import pickle
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.utils.safestring import SafeString, mark_safe
@@ -1296,3 +1299,34 @@ class TestOutputFields:
             with pytest.raises(TypeError) as expected:
                 "<td>%s</td>" % values  # noqa: UP031
             assert str(raised.value) == str(expected.value)
+
+def test_a_twin_built_from_two_threads_at_once_is_built_once() -> None:
+    # A fresh process (this one has built both twins already); the build is slowed
+    # so that both threads are inside it together.
+    code = """
+import threading, time
+from ptl_wsgi import html
+build = html._build
+def slow_build(twin):
+    built = build(twin)
+    time.sleep(0.05)
+    return built
+html._build = slow_build
+results = []
+threads = [threading.Thread(target=lambda: results.append(html.implementation("python")))
+           for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+first = results[0]
+assert all(r is first for r in results), "two classes built"
+assert type(first.htmlescape("<")) is first.htmltext, "the twin returns another class"
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PTL_WSGI_PURE_PYTHON"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "ok", result.stderr

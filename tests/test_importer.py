@@ -338,3 +338,28 @@ def test_load_module_from_path(tmp_path: Path) -> None:
         assert "bad_by_path" not in sys.modules
     finally:
         sys.modules.pop("loose_by_path", None)
+
+
+SOURCES = [b"", b"def f [html] ():\n    '<b>'\n", "x = '\u00e9\u4e2d'\n".encode() * 500]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_cache_header_is_importlibs_magic_and_source_hash(
+    source: bytes, tmp_path: Path
+) -> None:
+    # The importer reads importlib's frozen machinery directly (start-up); the header
+    # must still be exactly what importlib.util computes, on every Python.
+    from ptl_wsgi import importer
+
+    module = importlib.import_module
+    assert importer.ModuleSpec is module("importlib.machinery").ModuleSpec
+    assert importer.SourceFileLoader is module("importlib.machinery").SourceFileLoader
+    assert importer.PathFinder is module("importlib.machinery").PathFinder
+    assert importer.module_from_spec is importlib.util.module_from_spec
+    assert importer._source_hash(source) == importlib.util.source_hash(source)
+    path = tmp_path / "t.ptl"
+    path.write_bytes(source)
+    written = Path(importer.precompile(str(path))).read_bytes()
+    assert written[:16] == importlib.util.MAGIC_NUMBER + b"PTL\1" + importlib.util.source_hash(
+        source
+    )

@@ -182,3 +182,77 @@ def test_cgi_script_runs_from_its_precompiled_cache(tmp_path: Path) -> None:
     subprocess.run(command, env=env, check=True, timeout=60)
     assert len(list(tmp_path.glob("__pycache__/hello.cgi.*-ptl_wsgi-*.pyc"))) == 1
     assert request() == "cached"
+
+
+# What a render from the cache may import, in a process started with -S (no site,
+# so nothing is imported for ptl_wsgi in advance): ptl_wsgi's own rooms on that
+# path, the template's modules, and these stdlib modules, all cheap.  Anything else
+# (functools, importlib.util, struct, copyreg, typing, re, ...) costs a one-shot
+# process milliseconds; benchmarks/startup.py measures how many.
+CORE_ROOMS = {
+    "ptl_wsgi",
+    "ptl_wsgi.html",
+    "ptl_wsgi.importer",
+    "ptl_wsgi._runtime",
+    "ptl_wsgi.loader",
+    "ptl_wsgi._iterate",
+}
+CHEAP_STDLIB = {
+    "__future__",  # run by `from __future__ import annotations`
+    "_collections_abc",
+    "_contextvars",
+    "_stat",
+    "_string",
+    "contextvars",
+    "genericpath",
+    "itertools",
+    "os",
+    "os.path",
+    "posixpath",
+    "stat",
+    "types",
+}
+
+BARE_CHILD = """\
+import json, sys
+before = set(sys.modules)
+from ptl_wsgi.loader import Loader
+from ptl_wsgi.html import IMPLEMENTATION
+
+html = Loader([sys.argv[1]]).render("page.ptl", {"title": "<T>", "items": ["a&b"]})
+new = sorted(set(sys.modules) - before)
+print(json.dumps({"html": str(html), "new": new, "twin": IMPLEMENTATION}))
+"""
+
+
+@pytest.mark.parametrize("pure_python", [False, True], ids=["active twin", "python twin"])
+def test_a_cached_render_without_site_imports_only_cheap_modules(
+    site: Path, pure_python: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    if pure_python:
+        env["PTL_WSGI_PURE_PYTHON"] = "1"
+    command = [sys.executable, "-S", "-c", BARE_CHILD, str(site / "templates")]
+
+    def child() -> dict[str, object]:
+        result = subprocess.run(
+            command, cwd=site, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    first = child()  # compiles and writes the cache
+    assert "ptl_wsgi.compiler" in first["new"]
+    second = child()
+    assert second["html"] == EXPECTED_HTML
+    twin = "ptl_wsgi._htmltext_c" if second["twin"] == "c" else "ptl_wsgi._htmltext_py"
+    assert twin == "ptl_wsgi._htmltext_py" or not pure_python
+    templates = {name for name in second["new"] if name.startswith("_ptl_templates_")}
+    assert len(templates) == 3  # the package, layout and page
+    # Modules built into the interpreter (errno, _string, ...; which ones an import
+    # pulls in varies between versions: 3.14's os imports errno) cost no file lookup.
+    builtin = set(sys.builtin_module_names)
+    unexpected = set(second["new"]) - CORE_ROOMS - CHEAP_STDLIB - templates - {twin} - builtin
+    assert unexpected == set()
+    assert CORE_ROOMS | {twin} <= set(second["new"])
