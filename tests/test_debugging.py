@@ -87,3 +87,37 @@ def test_module_code_runs_only_module_level_lines(case: Path) -> None:
         else:
             allowed.update(range(first, stmt.end_lineno + 1))
     assert module_lines(code) <= allowed
+
+
+def test_a_syntax_error_on_import_shows_the_ptl_location_not_the_compiler(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "bad.ptl": """\
+                def page [html] (name):
+                    "<p>" name
+                """,
+            "main.py": """\
+                import ptl_wsgi
+                ptl_wsgi.install()
+                import bad
+                """,
+        },
+    )
+    result = subprocess.run(
+        [sys.executable, "-B", "main.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=subprocess_env(),
+        timeout=60,
+    )
+    frames = [line.strip() for line in result.stderr.splitlines() if line.startswith("  File ")]
+    # The importing line, importlib's own frames, the loader; none of the compiler's,
+    # its thread's or ast's.
+    assert frames[0].startswith('File "') and frames[0].endswith('main.py", line 3, in <module>')
+    assert not [f for f in frames if "compiler.py" in f or "threading.py" in f or "ast.py" in f]
+    assert len([f for f in frames if "ptl_wsgi" in f]) == 1
+    # Then the .ptl location, as Python shows any syntax error.
+    assert 'bad.ptl", line 2' in result.stderr
+    assert result.stderr.rstrip().endswith("SyntaxError: invalid syntax")
