@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import pdb
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,9 @@ def test_a_line_breakpoint_in_a_template_first_stops_in_the_template(tmp_path: P
     )
     # Stop at the start, break, continue to the breakpoint, run to the end (pdb then
     # restarts the program and stops at its first line), quit.
-    output = run_pdb(tmp_path, ["b page.ptl:4", "c", "c", "q"])
+    if pdb.Pdb().lookupmodule(str(tmp_path / "page.ptl")) is None:
+        pytest.skip("this pdb takes a file name not ending in .py for a module name (3.13)")
+    output = run_pdb(tmp_path, [f"b {tmp_path / 'page.ptl'}:4", "c", "c", "q"])
     # Not page.ptl(4)<module>(): the literals hoisted to the module prologue
     # must not carry the line of the template that uses them.
     assert stops(output) == ["main.py(1)<module>()", "page.ptl(4)page()", "main.py(1)<module>()"]
