@@ -1,7 +1,7 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-fast test-all test-django42 bench lint memcheck strict-build fuzz clean
+.PHONY: demo test test-fast test-all test-django42 coverage bench lint memcheck strict-build fuzz clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
@@ -14,6 +14,9 @@ test-fast:       ## the quick profile: no slow tests, hypothesis capped (under a
 
 test-all:        ## the suite (without slow tests) on Python 3.10, 3.12 and 3.13 too
 	$(PYTHON) dev.py test-all
+
+coverage:        ## the example sites' tests under coverage, their .ptl templates included
+	$(PYTHON) dev.py coverage
 
 bench:           ## benchmarks against Jinja2, Mako, Django, markupsafe and Quixote
 	$(PYTHON) dev.py bench

@@ -9,6 +9,7 @@ Needs only Python 3 (and a C compiler for the accelerator)::
     python3 dev.py test-all    # the fast tests on the other supported Pythons found
     python3 dev.py bench       # the benchmarks, results as ratios
     python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
+    python3 dev.py coverage    # the example sites' tests under coverage, .ptl templates too
 
 Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo server.
 The Makefile's targets call this script.
@@ -200,6 +201,13 @@ def main(argv: list[str]) -> None:
             ],
             env=env,
         )
+    elif task == "coverage":
+        # Separate from "test": tracing costs time.  [tool.coverage.run] in pyproject.toml
+        # enables the ptl_wsgi.coverage plugin, so the sites' .ptl templates are reported.
+        python = ensure_venv()
+        tests = args or sorted(glob.glob("tests/test_example_*.py"))
+        run([str(python), "-m", "coverage", "run", "-m", "pytest", "-q", *tests])
+        run([str(python), "-m", "coverage", "report", "--include=example_sites/*"])
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])

@@ -49,6 +49,7 @@ __all__ = [
     "mark_html_template",
     "mark_plain_template",
     "parse_ptl",
+    "python_view",
 ]
 
 #: Every name the compiler generates starts with this; user code may not use it.
@@ -654,8 +655,9 @@ class _Transformer(ast.NodeTransformer):
         assign = self.literals.get(node.value)
         if assign is None:
             name = f"_ptl_lit_{len(self.literals)}"
-            call = _call(_name("_ptl_htmltext", node), [ast.Constant(node.value)], node)
-            assign = _located(ast.Assign([_name(name, node, ast.Store())], call), node)
+            # Located by _add_prologue: at the template's line a breakpoint would stop here.
+            call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(node.value)], [])
+            assign = ast.Assign([ast.Name(name, ast.Store())], call)
             self.literals[node.value] = assign
         return assign.targets[0].id
 
@@ -923,6 +925,22 @@ def parse_ptl(source: str | bytes, filename: str = "<ptl>") -> ast.Module:
     return _on_fresh_stack(_parse_lines, original, filename)[0]
 
 
+def python_view(
+    source: str | bytes, filename: str = "<ptl>"
+) -> tuple[str, dict[tuple[int, int], str]]:
+    """*source* as ordinary Python with every line and column unchanged, and its templates.
+
+    Template annotations (``[html]``, ``[plain]``) are blanked and ``template``
+    becomes ``def``; the templates map ``(line, UTF-8 column)`` of each
+    template's ``def`` (or ``async``) to its kind.  For tools (linters) that
+    read Python: nothing else is rewritten, so positions in the view are
+    positions in the ``.ptl`` file.
+    """
+    lines = _split_lines(source, filename)
+    templates, _ = _preprocess(lines)
+    return "".join(lines), templates
+
+
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
     """Compile PTL *source* to a module code object whose filename is *filename*.
 
@@ -1123,9 +1141,11 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         and body[index].module == "__future__"
     ):
         index += 1
+    # The prologue runs at the docstring's (or last __future__ import's) line, else line 1:
+    # never at a line of the module's own code, so a line breakpoint there stops there.
     ref: ast.AST = ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)
-    if index < len(body):
-        ref = body[index]
+    if index:
+        ref = body[index - 1]
     runtime = ast.ImportFrom(
         module="ptl_wsgi.html",
         names=[ast.alias(name=name, asname=asname) for name, asname in _RUNTIME_NAMES],
@@ -1136,8 +1156,4 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
         level=0,
     )
-    body[index:index] = [
-        _located(runtime, ref),
-        _located(markers, ref),
-        *literals,
-    ]
+    body[index:index] = [_located(node, ref) for node in (runtime, markers, *literals)]

@@ -141,7 +141,12 @@ class PtlLoader(SourceFileLoader):
     def get_code(self, fullname: str) -> CodeType:
         """The module's code, from the cache when it matches the source, else compiled."""
         source_path = self.get_filename(fullname)
-        return _cached_code(source_path, self.get_data(source_path), self.source_to_code)
+        try:
+            return _cached_code(source_path, self.get_data(source_path), self.source_to_code)
+        except SyntaxError as exc:
+            # What lies below is the compiler's machinery (its thread, ast.parse); the
+            # error itself names the .ptl file, line and column.  Like Jinja2's rewriting.
+            raise exc.with_traceback(None) from None
 
 
 def _cached_code(

@@ -387,13 +387,19 @@ def test_convert_reports_warnings_with_locations(tmp_path: Path) -> None:
 # -- pre-commit ----------------------------------------------------------------------------
 
 
-def test_pre_commit_hook_definition() -> None:
+def test_pre_commit_hook_definitions() -> None:
     text = (REPO / ".pre-commit-hooks.yaml").read_text()
-    fields = dict(line.strip(" -").split(": ", 1) for line in text.splitlines() if ": " in line)
-    assert fields["id"] == "ptl-wsgi-check"
-    assert fields["entry"] == "ptl-wsgi check"
-    assert fields["language"] == "python"
-    assert fields["files"] == r"\.ptl$"
+    hooks = [
+        dict(line.strip(" -").split(": ", 1) for line in hook.splitlines() if ": " in line)
+        for hook in text.split("\n- ")[1:]
+    ]
+    assert [hook["id"] for hook in hooks] == ["ptl-wsgi-check", "ptl-wsgi-lint"]
+    check, lint = hooks
+    assert (check["entry"], lint["entry"]) == ("ptl-wsgi check", "ptl-wsgi lint")
+    assert lint["additional_dependencies"] == "[ruff]"
+    for hook in hooks:
+        assert hook["language"] == "python"
+        assert hook["files"] == r"\.ptl$"
 
 
 # -- convert: literals judged by value, bare returns reported --------------------------------

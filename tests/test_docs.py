@@ -41,7 +41,7 @@ from ptl_wsgi.cli import build_parser
 from ptl_wsgi.compiler import compile_ptl
 
 DOCS = REPO / "docs"
-ELSEWHERE = {"ptl-reference.md", "security.md", "architecture.md"}
+ELSEWHERE = {"ptl-reference.md", "security.md", "architecture.md", "tools.md", "editors.md"}
 RUN = [
     "index.md",
     "tutorial.md",
