@@ -70,6 +70,7 @@ _MARKERS = (
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
+_EXTEND = "_ptl_extend"  # _ptl_out.extend, in templates that need it bound
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _STATEMENT_START = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
 _IGNORED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
@@ -305,6 +306,7 @@ class _Transformer(ast.NodeTransformer):
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
         self.temporaries = 0
+        self.binds_extend = False  # the template being wrapped calls _EXTEND
         # Inside a try or with block of the template: a handler (or a context manager
         # that swallows the error) could see the output list between two statements.
         self.guarded = False
@@ -371,9 +373,15 @@ class _Transformer(ast.NodeTransformer):
         header.lineno = header.end_lineno = node.lineno
         header.col_offset = node.col_offset
         header.end_col_offset = len(self.lines[node.lineno - 1].rstrip().encode("utf-8"))
+        self.binds_extend = False
+        body = self.join_outputs(node.body)
+        start: list[ast.stmt] = [_located(prologue, first)]
+        if self.binds_extend:
+            extend = ast.Attribute(_name(_OUT, first), "extend", ast.Load())
+            start.append(_located(ast.Assign([_name(_EXTEND, first, ast.Store())], extend), first))
         node.body = [
-            _located(prologue, first),
-            *self.join_outputs(node.body),
+            *start,
+            *body,
             _located(ast.Return(self.joined(kind, header)), header),
         ]
         # Innermost, so the mark is on the function itself whatever wraps it.
@@ -390,10 +398,7 @@ class _Transformer(ast.NodeTransformer):
             elif run:
                 # Emitted again from the pieces of all, so that text meeting text is one literal.
                 pieces = [piece for statement in run for piece in statement._ptl_pieces]
-                merged = self.output(pieces, run[0])
-                merged.end_lineno = run[-1].end_lineno
-                merged.end_col_offset = run[-1].end_col_offset
-                joined.append(merged)
+                joined.append(self.output(pieces, run[0], run[-1]))
             run.clear()
 
         for statement in statements:
@@ -429,6 +434,14 @@ class _Transformer(ast.NodeTransformer):
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
         pieces = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
+        if (
+            pieces is None
+            and self.kind == "html"
+            and _SPLIT_OUTPUT
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) is str
+        ):
+            pieces = [_Text(node.value.value, node.value)]  # joins the literals beside it
         if pieces is None:
             pieces = [_Value(self.visit(node.value), node.value, _RAW)]
         return self.output(pieces, node)
@@ -556,7 +569,10 @@ class _Transformer(ast.NodeTransformer):
         self.temporaries += 1
         return f"_ptl_v{self.temporaries}"
 
-    def output(self, pieces: list[_Piece], node: ast.Expr) -> ast.stmt:
+    def output(
+        self, pieces: list[_Piece], node: ast.stmt, last: ast.stmt | None = None
+    ) -> ast.stmt:
+        """One call that appends *pieces*: those of statement *node* (through *last*)."""
         items: list[ast.expr] = []
         for piece in _merged_text(pieces):
             if isinstance(piece, _Text):
@@ -565,12 +581,21 @@ class _Transformer(ast.NodeTransformer):
                     items.append(_name(self.hoist(literal), piece.node))
             else:
                 items.append(self.value_code(piece))
-        if len(items) == 1:
-            call = _call(ast.Attribute(_name(_OUT, node), "append", ast.Load()), items, node)
+        last = last or node
+        method = "append" if len(items) == 1 else "extend"
+        if last.lineno != node.lineno:
+            # Statements of several lines joined: the call runs after every piece is
+            # evaluated, so it must be at the last line for a debugger or tracer to see
+            # each line once, in order.  A method call runs at its first line (CPython
+            # locates it at the attribute), a call of a name at the call's own place.
+            func: ast.expr = _name(_EXTEND, node)
+            self.binds_extend = True
         else:
-            tuple_ = _located(ast.Tuple(items, ast.Load()), node)
-            call = _call(ast.Attribute(_name(_OUT, node), "extend", ast.Load()), [tuple_], node)
-        statement = _located(ast.Expr(call), node)
+            func = _located(ast.Attribute(_name(_OUT, node), method, ast.Load()), node)
+        if method == "extend" or last.lineno != node.lineno:
+            items = [_located(ast.Tuple(items, ast.Load()), last)]
+        call = _located(ast.Call(func, items, []), last)
+        statement = _located(ast.Expr(call), last)
         if not self.guarded and _SPLIT_OUTPUT:
             statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement

@@ -389,7 +389,8 @@ def test_generated_code_shape() -> None:
         "@_ptl_mark_html",
         "def f(x):",
         "    _ptl_out = []",
-        "    _ptl_out.extend((_ptl_lit_0, x))",
+        "    _ptl_extend = _ptl_out.extend",
+        "    _ptl_extend((_ptl_lit_0, x))",
         "    _ptl_out.extend([i for i in x])",
         "    return _ptl_html_join(_ptl_out)",
     ]

@@ -45,7 +45,10 @@ def stops(output: str) -> list[str]:
     ]
 
 
-def test_a_line_breakpoint_in_a_template_first_stops_in_the_template(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", [4, 5])
+def test_a_line_breakpoint_in_a_template_first_stops_in_the_template(
+    tmp_path: Path, line: int
+) -> None:
     write_files(
         tmp_path,
         {
@@ -62,10 +65,12 @@ def test_a_line_breakpoint_in_a_template_first_stops_in_the_template(tmp_path: P
     # restarts the program and stops at its first line), quit.
     if pdb.Pdb().lookupmodule(str(tmp_path / "page.ptl")) is None:
         pytest.skip("this pdb takes a file name not ending in .py for a module name (3.13)")
-    output = run_pdb(tmp_path, [f"b {tmp_path / 'page.ptl'}:4", "c", "c", "q"])
+    output = run_pdb(tmp_path, [f"b {tmp_path / 'page.ptl'}:{line}", "c", "c", "q"])
     # Not page.ptl(4)<module>(): the literals hoisted to the module prologue
-    # must not carry the line of the template that uses them.
-    assert stops(output) == ["main.py(1)<module>()", "page.ptl(4)page()", "main.py(1)<module>()"]
+    # must not carry the line of the template that uses them.  And once only: the
+    # two output lines are one call, which runs at the last of them.
+    expected = ["main.py(1)<module>()", f"page.ptl({line})page()", "main.py(1)<module>()"]
+    assert stops(output) == expected
     assert "<h1>x</h1><p>done</p>" in output
 
 
