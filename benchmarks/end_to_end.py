@@ -51,12 +51,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "RESULTS.md"
 SECTION = "## End to end: Flask and Django"
 TEMPLATE_TARGET = 0.2
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+from _results import interleaved, write_section  # noqa: E402
 from templates import ITEMS, JINJA_TEMPLATES  # noqa: E402 - the page benchmark's data
 
 TITLE = "Articles"
@@ -255,31 +255,6 @@ def check_same_page(parts: dict[str, dict[str, Callable[[], Any]]]) -> None:
                 raise SystemExit(f"{part}: {name} renders another page than PTL")
 
 
-def calls_per_round(call: Callable[[], Any], seconds: float) -> int:
-    started = time.perf_counter()
-    count = 0
-    while time.perf_counter() - started < seconds / 4:
-        call()
-        count += 1
-    return max(1, count * 4)
-
-
-def interleaved(
-    calls: dict[str, Callable[[], Any]], rounds: int, seconds: float
-) -> dict[str, list[float]]:
-    """Per-call seconds of each candidate in each of *rounds* interleaved rounds."""
-    numbers = {name: calls_per_round(call, seconds) for name, call in calls.items()}
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            number = numbers[name]
-            started = time.perf_counter()
-            for _ in range(number):
-                call()
-            times[name].append((time.perf_counter() - started) / number)
-    return times
-
-
 def run_framework(framework: str, rounds: int, seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -351,18 +326,6 @@ def versions() -> str:
     return "; ".join(parts)
 
 
-def write_results(section: list[str]) -> None:
-    text = RESULTS.read_text()
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        rest = "" if end < 0 else "\n" + text[end + 1 :]
-        text = text[:start] + "\n".join(section) + "\n" + rest
-    RESULTS.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds (default 21)")
@@ -393,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             command = "python benchmarks/end_to_end.py --write"
             if (args.rounds, args.seconds) != (21, 0.1):
                 command += f" --rounds {args.rounds} --seconds {args.seconds}"
-            write_results(
+            write_section(
+                SECTION,
                 [
                     SECTION,
                     "",
@@ -410,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                     "```",
                     "",
                     *outputs,
-                ]
+                ],
             )
         return 1 if failed else 0
 

@@ -39,8 +39,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _results import write_section  # noqa: E402
 from end_to_end import write_templates  # noqa: E402
-from load_wsgi import BIN, RESULTS, python_load  # noqa: E402
+from load_wsgi import BIN, python_load  # noqa: E402
 
 SECTION = "## Served pages: PTL, Jinja2 and DTL under gunicorn"
 MARKER = b"<h1>Articles</h1>"
@@ -145,15 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             "```", f".venv/bin/{command}", "```", "",
             *out, f"- {setup}.",
         ]  # fmt: skip
-        text = RESULTS.read_text()
-        start = text.find(SECTION + "\n")
-        if start < 0:
-            text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
-        else:
-            end = text.find("\n## ", start + len(SECTION))
-            rest = "" if end < 0 else "\n" + text[end + 1 :]
-            text = text[:start] + "\n".join(section) + "\n" + rest
-        RESULTS.write_text(text)
+        write_section(SECTION, section)
     return 0 if ok else 1
 
 

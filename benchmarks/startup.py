@@ -53,8 +53,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _results import write_section  # the script's own folder is sys.path[0]
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Start-up"
 CGI_SCRIPT = ROOT / "example_sites" / "cgi" / "hello.cgi"
 #: Where the timed processes import ptl_wsgi from (``--ptl-wsgi``: another checkout).
@@ -305,23 +306,6 @@ def table(
     return lines
 
 
-def write_results(section: list[str]) -> None:
-    text = RESULTS.read_text()
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        end = len(text) if end < 0 else end + 1
-        text = (
-            text[:start]
-            + "\n".join(section)
-            + "\n"
-            + ("\n" + text[end:] if end < len(text) else "")
-        )
-    RESULTS.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="interleaved rounds (default 40)")
@@ -390,7 +374,7 @@ def main() -> int:
             f"- Heavy modules loaded: which of {', '.join(HEAVY)}",
             "  are in `sys.modules` after the render (one more run of the same code).",
         ]
-        write_results(section)
+        write_section(SECTION, section)
     return 0 if met else 1
 
 
