@@ -195,7 +195,7 @@ def _format_fields(
                 return None
             automatic, index = True, next_index
             next_index += 1
-        elif field.isdigit():
+        elif field.isdecimal():  # what str.format reads as an index (not "²", a key)
             if automatic is True:
                 return None
             automatic, index = False, int(field)

@@ -157,3 +157,28 @@ def test_the_fast_path_is_taken() -> None:
     assert "_ptl_field_output" not in GENERAL.fstring.__code__.co_names
     assert "_ptl_percent_output" in fast["percent_one"]
     assert "extend" in fast["mixed"] and "extend" not in GENERAL.mixed.__code__.co_names
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "'<{\u00b2}>'.format(a)",  # a digit that is not decimal: str.format reads a key
+        "'<{\u0663}>'.format(b, b, b, a)",  # an Arabic-Indic 3: str.format reads index 3
+        "'<{0}{}>'.format(a, b)",  # manual then automatic numbering: a ValueError
+        "'<{x.y}>'.format(x=a)",  # an attribute: the general path
+        "'<%s %d>' % (a, b)",  # a conversion other than %s: the general path
+    ],
+)
+def test_unusual_fields_compile_and_match_the_general_path(call: str) -> None:
+    source = f"def f [html] (a, b):\n    {call}\n"
+    modules = []
+    for split in (True, False):
+        before, compiler._SPLIT_OUTPUT = compiler._SPLIT_OUTPUT, split
+        try:
+            module = types.ModuleType("unusual")
+            exec(compiler.compile_ptl(source, "unusual.ptl"), module.__dict__)
+        finally:
+            compiler._SPLIT_OUTPUT = before
+        modules.append(module)
+    for a, b in [("<x>", 3), (1, 2)]:
+        assert outcome(modules[0], "f", a, b) == outcome(modules[1], "f", a, b)
