@@ -124,6 +124,8 @@ class DemoAdminTests(TestCase):
 
         with tempfile.TemporaryDirectory() as folder:
             kept = Path(folder, "db.sqlite3.admin-password")
+            kept.write_text("left from an earlier database\n")
+            kept.chmod(0o644)
             user, password, where = ptlsite.demo_admin(kept)
             self.assertEqual(where, kept)
             self.assertEqual(os.stat(kept).st_mode & 0o777, 0o600)

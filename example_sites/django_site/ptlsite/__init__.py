@@ -42,6 +42,7 @@ def demo_admin(password_file: Path | None = None) -> tuple[str, str | None, Path
     password = secrets.token_urlsafe(12)
     users.objects.create_superuser(DEMO_ADMIN, "", password)
     fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file left from an earlier database keeps its mode otherwise
     with os.fdopen(fd, "w") as out:
         out.write(password + "\n")
     return DEMO_ADMIN, password, where
