@@ -1,0 +1,395 @@
+"""The escapers of contextual autoescaping: one per place a value can land.
+
+The compiler (through :mod:`ptl_wsgi.htmlcontext`) decides at compile time
+which escaper a value needs; compiled templates call the escapers here at run
+time, bound as ``_ptl_esc_NAME``.  Each returns htmltext, so the final join of
+the template output keeps it as it is.  Values with ``__html__`` (htmltext,
+``Markup``, a template's result) are trusted in every context: they pass through
+unchanged, as they do in text.
+
+An escaper's name is ``BASE`` (inside ``<script>``, ``<style>`` or a comment) or
+``BASE_LAYER``: the base encodes for the inner language, the layer for the HTML
+around it: ``q`` a quoted attribute value (HTML escaping), ``u`` an unquoted
+one (every character that could end it as a character reference), ``u0`` the
+start of an unquoted one (as ``u``, and an empty value becomes ``""``).
+See docs/contextual-escaping.md for the table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ptl_wsgi.html import htmlescape, htmltext
+
+__all__ = [
+    "ESCAPERS",
+    "UNSAFE_CSS",
+    "contextual_format",
+    "format_value",
+    "percent_value",
+    "plan",
+]
+
+#: What the CSS filter outputs instead of a value that could leave a CSS value;
+#: an identifier no stylesheet uses, so that it is visible and harmless.
+UNSAFE_CSS = "ZptlZ"
+
+Escaper = Callable[[Any], Any]
+
+
+# -- formatting, before escaping ----------------------------------------------------
+
+
+def format_value(value: Any, conversion: int, spec: str) -> Any:
+    """An f-string or ``str.format`` field's value with its conversion and spec applied.
+
+    Markup (``__html_format__``, ``__html__``) with no conversion stays markup,
+    as in text; anything else becomes the str that the field would produce.
+    """
+    if conversion == -1 and type(value) is not str:
+        html_format = getattr(value, "__html_format__", None)
+        if html_format is not None:
+            return htmltext(html_format(spec))
+        if getattr(value, "__html__", None) is not None:
+            from ptl_wsgi.html import format_field
+
+            return htmltext(format_field(value, -1, spec))
+    if conversion == 115:
+        value = str(value)
+    elif conversion == 114:
+        value = repr(value)
+    elif conversion == 97:
+        value = ascii(value)
+    return format(value, spec)
+
+
+def percent_value(value: Any, fmt: Any) -> Any:
+    """The value a lone ``%s`` formats: a 1-tuple gives its item, as ``fmt % value`` does."""
+    if isinstance(value, tuple):
+        if tuple.__len__(value) != 1:
+            str(fmt) % value  # str's own error for the wrong number of values
+            raise ValueError("percent_value(): fmt must have one field")
+        value = tuple.__getitem__(value, 0)
+    return value
+
+
+def _markup(value: Any) -> Any:
+    """htmltext for a markup value, else None."""
+    if type(value) is htmltext:
+        return value
+    html = getattr(value, "__html__", None)
+    if html is None or isinstance(value, type):
+        return None
+    return htmltext(html())
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else str(value)
+
+
+# -- bases: the inner language ------------------------------------------------------
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def _escape_html(text: str) -> str:
+    return str(htmlescape(text))
+
+
+_COMMENT_UNSAFE = re.compile("[-!<>&]")
+
+
+def _comment(text: str) -> str:
+    # In a comment nothing is decoded: references only keep "-->" and "<!--" from forming.
+    return _COMMENT_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", text)
+
+
+def _drop(text: str) -> str:
+    # A value in a JS or CSS comment would do nothing but risk ending it.
+    return ""
+
+
+# URLs: the scheme policy is safety.is_safe_url's (imported when first needed).
+_URL_KEEP_PATH = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&*+,;=%]")
+_URL_KEEP_QUERY = re.compile(r"[^A-Za-z0-9\-._~]")
+
+
+def _percent(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "surrogatepass"))
+
+
+def _url_path(text: str) -> str:
+    """Normalise: percent-encode what a URL may not hold (quotes, spaces, parentheses, ...)."""
+    return _URL_KEEP_PATH.sub(_percent, text)
+
+
+def _url_query(text: str) -> str:
+    """Encode everything but unreserved characters: the value is one URL component."""
+    return _URL_KEEP_QUERY.sub(_percent, text)
+
+
+def _url(text: str) -> str:
+    from ptl_wsgi.safety import UNSAFE_URL, is_safe_url
+
+    if not is_safe_url(text):
+        return UNSAFE_URL
+    return _url_path(text)
+
+
+_SRCSET_DESCRIPTOR = re.compile(r"\d+(?:\.\d+)?[wx]\Z")
+
+
+def _srcset(text: str) -> str:
+    from ptl_wsgi.safety import UNSAFE_URL, is_safe_url
+
+    out = []
+    for candidate in text.split(","):
+        parts = candidate.split()
+        if not parts:
+            out.append("")
+            continue
+        url, descriptors = parts[0], parts[1:]
+        if not is_safe_url(url) or not all(_SRCSET_DESCRIPTOR.match(d) for d in descriptors):
+            return UNSAFE_URL
+        out.append(" ".join([_url_path(url), *descriptors]))
+    return ",".join(out)
+
+
+_JS_STRING_UNSAFE = re.compile("[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff]")
+_JS_REGEXP_UNSAFE = re.compile(
+    "[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff.*+?^|()\\[\\]{}-]"
+)
+_JS_SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _js_char(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _JS_SHORT.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def _js_string(text: str) -> str:
+    """Inside a JS string of either quote or a template literal: the string holds *text*."""
+    return _JS_STRING_UNSAFE.sub(_js_char, text)
+
+
+def _js_regexp(text: str) -> str:
+    """Inside a JS regular expression: *text* matches itself; empty is "(?:)" (not "//")."""
+    if not text:
+        return "(?:)"
+    return _JS_REGEXP_UNSAFE.sub(_js_char, text)
+
+
+_JSON_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def _js_value(value: Any) -> str:
+    """A JS expression: the value as a JSON literal, spaced so it cannot join its neighbours."""
+    import json
+
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        text = json.dumps(value)  # NaN and the infinities are JS expressions too
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            text = json.dumps(str(value), ensure_ascii=False)
+    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return f" {text} "
+
+
+# CSS: only values that cannot leave a value or load anything (Go's filter, stricter).
+_CSS_UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f\"'()/;:@\\[\\]\\\\`{}<>&!*=]|--")
+_CSS_UNSAFE_WORDS = re.compile(r"expression|binding|behavior|url|import", re.IGNORECASE)
+
+
+def _css(text: str) -> str:
+    if _CSS_UNSAFE_CHARS.search(text) or _CSS_UNSAFE_WORDS.search(text):
+        return UNSAFE_CSS
+    return text
+
+
+_CSS_STRING_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f\"'()\\\\<>&/:;@`{}\\[\\]+\u2028\u2029\ud800-\udfff]"
+)
+
+
+def _css_string(text: str) -> str:
+    """Inside a CSS string: CSS hex escapes (with the space that ends them)."""
+    return _CSS_STRING_UNSAFE.sub(lambda m: f"\\{ord(m.group()):x} ", text)
+
+
+# -- layers: the HTML around ----------------------------------------------------------
+
+_UNQUOTED_UNSAFE = re.compile("[\x00-\x20\x7f\"'`<=>&+]")
+
+
+def _unquoted(text: str) -> str:
+    return _UNQUOTED_UNSAFE.sub(lambda m: f"&#{ord(m.group())};", text)
+
+
+def _unquoted_start(text: str) -> str:
+    return _unquoted(text) if text else '""'
+
+
+_BASES: dict[str, Callable[[str], str]] = {
+    "text": _identity,
+    "attr_name": _identity,  # filtered in _attr_name
+    "comment": _comment,
+    "drop": _drop,
+    "url": _url,
+    "url_path": _url_path,
+    "url_query": _url_query,
+    "srcset": _srcset,
+    "js_string": _js_string,
+    "js_regexp": _js_regexp,
+    "css": _css,
+    "css_string": _css_string,
+    "srcdoc": _escape_html,
+}
+_LAYERS: dict[str, Callable[[str], str]] = {
+    "": _identity,
+    "q": _escape_html,
+    "u": _unquoted,
+    "u0": _unquoted_start,
+}
+
+
+def _compose(base: Callable[[str], str], layer: Callable[[str], str]) -> Escaper:
+    def escape(value: Any) -> Any:
+        markup = _markup(value)
+        if markup is not None:
+            return markup
+        return htmltext(layer(base(_text(value))))
+
+    return escape
+
+
+def _compose_js_value(layer: Callable[[str], str]) -> Escaper:
+    def escape(value: Any) -> Any:
+        markup = _markup(value)
+        if markup is not None:
+            return markup
+        return htmltext(layer(_js_value(value)))
+
+    return escape
+
+
+_ATTR_NAMES = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_.:\-]*(?:\s+[A-Za-z_][A-Za-z0-9_.:\-]*)*\s*")
+
+
+def _attr_name(value: Any) -> Any:
+    """Attribute names between a tag's attributes: only names of plain attributes pass."""
+    markup = _markup(value)
+    if markup is not None:
+        return markup
+    text = _text(value)
+    if not text:
+        return htmltext("")
+    from ptl_wsgi.htmlcontext import attribute_kind
+
+    if _ATTR_NAMES.fullmatch(text) is None or any(
+        attribute_kind(name) != "plain" for name in text.split()
+    ):
+        return htmltext(UNSAFE_CSS)
+    return htmltext(text)
+
+
+def _build() -> dict[str, Escaper]:
+    escapers: dict[str, Escaper] = {}
+    for base_name, base in _BASES.items():
+        for layer_name, layer in _LAYERS.items():
+            name = f"{base_name}_{layer_name}" if layer_name else base_name
+            escapers[name] = _compose(base, layer)
+            escapers[name].__name__ = escapers[name].__qualname__ = name
+    for layer_name, layer in _LAYERS.items():
+        name = f"js_value_{layer_name}" if layer_name else "js_value"
+        escapers[name] = _compose_js_value(layer)
+        escapers[name].__name__ = escapers[name].__qualname__ = name
+    escapers["attr_name"] = _attr_name
+    return escapers
+
+
+#: Every escaper, by the name :func:`ptl_wsgi.htmlcontext.escaper_for` gives it.
+ESCAPERS: dict[str, Escaper] = _build()
+globals().update(ESCAPERS)  # compiled templates import them by name
+
+
+# -- t-strings: the same at run time --------------------------------------------------
+
+
+_PLANS: dict[tuple[str, ...], tuple[Escaper | None, ...]] = {}
+_MAX_PLANS = 1024
+
+
+def plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
+    """The escaper for each interpolation between *strings* (a Template's literal parts).
+
+    None means a text-like context: plain HTML escaping.  Raises ValueError
+    (:class:`ptl_wsgi.htmlcontext.ContextError`) where no value may go, or
+    when the template does not end in text.
+    """
+    found = _PLANS.get(strings)
+    if found is None:
+        found = _plan(strings)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()  # templates are few; a flood of distinct ones is not worth keeping
+        _PLANS[strings] = found
+    return found
+
+
+def _plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
+    from ptl_wsgi.htmlcontext import TEXT, ContextError, advance, after_value, describe, escaper_for
+
+    ctx = TEXT
+    escapers: list[Escaper | None] = []
+    for text in strings[:-1]:
+        ctx = advance(ctx, text)
+        name = escaper_for(ctx)
+        escapers.append(None if name is None else ESCAPERS[name])
+        ctx = after_value(ctx)
+    ctx = advance(ctx, strings[-1]) if strings else ctx
+    if ctx != TEXT:
+        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
+    return tuple(escapers)
+
+
+def contextual_format(template: Any) -> htmltext:
+    """A PEP 750 Template as htmltext, each value escaped for the context it lands in.
+
+    Conversion and format spec are applied first, then the escaper; markup
+    values and nested Templates (formatted the same way, as markup) are kept.
+    """
+    strings = tuple(template.strings)
+    escapers = plan(strings)
+    out: list[str] = []
+    for text, escaper, interpolation in zip(
+        strings, escapers, template.interpolations, strict=False
+    ):
+        out.append(text)
+        value = interpolation.value
+        if _is_template(value) and interpolation.conversion is None:
+            value = contextual_format(value)
+        conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
+        if conversion != -1 or interpolation.format_spec:
+            value = format_value(value, conversion, interpolation.format_spec)
+        if escaper is None:
+            out.append(str(htmlescape(value)))
+        else:
+            out.append(str(escaper(value)))
+    out.append(strings[-1])
+    return htmltext("".join(out))
+
+
+def _is_template(value: Any) -> bool:
+    cls = type(value)
+    return cls.__name__ == "Template" and cls.__module__ in ("string.templatelib", "templatelib")

@@ -1,0 +1,815 @@
+"""The HTML context engine: where in a page a value lands, and which escaper fits there.
+
+Contextual autoescaping (docs/contextual-escaping.md) follows Go's html/template:
+the trusted literal text of a template is parsed as a browser would parse it,
+far enough to know, at each place a value is inserted, what that place is (text,
+a quoted ``href``, a JavaScript string, a CSS value, ...).  This module is that
+parser, kept small and free of everything but the standard library, so that the
+compiler can use it at compile time and the t-string planner at run time:
+
+* :class:`Context` -- an immutable, hashable value: the parser's state;
+* :func:`advance` -- the context after some trusted literal text;
+* :func:`escaper_for` -- the name of the escaper for a value in a context
+  (``None``: plain HTML escaping, as everywhere before), or :class:`ContextError`
+  where no value may go (a tag or attribute name, a ``<!DOCTYPE``);
+* :func:`after_value` -- the context after a value;
+* :func:`join` -- the context where two branches of control flow meet, or None.
+
+The escapers themselves (run time) are :mod:`ptl_wsgi.escapers`; their names are
+``base`` or ``base_layer``: the base encodes for the inner language (URL, JS,
+CSS), the layer for the HTML around it (``q`` a quoted attribute value, ``u`` an
+unquoted one, ``u0`` the start of an unquoted one).
+"""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from typing import NamedTuple
+
+__all__ = [
+    "TEXT",
+    "Context",
+    "ContextError",
+    "advance",
+    "after_value",
+    "attribute_kind",
+    "describe",
+    "escaper_for",
+    "join",
+    "settle",
+]
+
+# -- states --------------------------------------------------------------------
+# HTML level
+S_TEXT = "text"
+S_RCDATA = "rcdata"  # <title>, <textarea> and the raw-text elements shown as text
+S_TAG = "tag"  # inside a start or end tag, between attributes
+S_AFTER_NAME = "after_name"  # right after an attribute name (attr = its kind)
+S_BEFORE_VALUE = "before_value"  # after "=", before the value
+S_COMMENT = "comment"  # <!-- ... -->
+S_BOGUS = "bogus"  # <!DOCTYPE ...>, <!...>, <?...>: no value may go here
+# Attribute values (delim says how they end); content states below also apply there.
+S_ATTR = "attr"  # a plain attribute value (or srcdoc: attr == "html")
+S_URL = "url"
+S_SRCSET = "srcset"
+# JavaScript (<script> bodies, on* attributes)
+S_JS = "js"
+S_JS_DQ = "js_dq"
+S_JS_SQ = "js_sq"
+S_JS_TMPL = "js_tmpl"
+S_JS_REGEXP = "js_regexp"
+S_JS_BLOCK_CMT = "js_block_comment"
+S_JS_LINE_CMT = "js_line_comment"
+# CSS (<style> bodies, style attributes)
+S_CSS = "css"
+S_CSS_DQ = "css_dq"
+S_CSS_SQ = "css_sq"
+S_CSS_URL = "css_url"  # url( unquoted
+S_CSS_DQ_URL = "css_dq_url"
+S_CSS_SQ_URL = "css_sq_url"
+S_CSS_BLOCK_CMT = "css_block_comment"
+S_CSS_LINE_CMT = "css_line_comment"
+
+# Attribute kinds
+K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", "css", "html"
+
+# URL parts (sub of S_URL and the CSS url states)
+U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
+U_SCHEME = "scheme"  # only scheme characters so far: a value could complete a scheme
+U_PATH = "path"  # past the scheme, before ? or #
+U_QUERY = "query"  # in the query or fragment
+U_UNKNOWN = "unknown"  # where branches met in different parts
+# JS: what a "/" means next
+J_REGEXP, J_DIVOP, J_UNKNOWN = "regexp", "divop", "unknown"
+
+
+class Context(NamedTuple):
+    """Where the parser is: immutable and hashable (plans and joins are cached by it).
+
+    *state* is one of the ``S_*`` names; *delim* ends an attribute value (``"``,
+    ``'``, ``" "`` for an unquoted one, ``""`` outside); *attr* is the kind of
+    the attribute being parsed; *element* the special element (``script``,
+    ``style``, ``title``, ...) whose content follows or is being parsed; *sub* the
+    URL part or what ``/`` means in JS; *pending* literal text of an unfinished
+    token (``<scr``), parsed again with the text that follows; *stack* the brace
+    depths of the ``${`` of JS template literals being parsed.
+    """
+
+    state: str = S_TEXT
+    delim: str = ""
+    attr: str = ""
+    element: str = ""
+    sub: str = ""
+    pending: str = ""
+    stack: tuple[int, ...] = ()
+
+
+TEXT = Context()
+
+
+class ContextError(ValueError):
+    """A value where none may go, or text the engine refuses to follow."""
+
+
+# -- attributes ----------------------------------------------------------------
+
+# Attributes whose value is a URL (kept a superset of ptl_wsgi.safety.URL_ATTRIBUTES,
+# which a test checks; the engine cannot import safety, a room above it).
+_URL_ATTRIBUTES = frozenset(
+    {
+        "action", "background", "cite", "codebase", "data", "formaction", "href",
+        "icon", "longdesc", "lowsrc", "dynsrc", "manifest", "poster", "src",
+        "classid", "archive", "profile", "usemap", "itemtype", "itemid", "attributionsrc",
+        "ping", "from", "to", "by", "values", "base", "xmlns",
+    }
+)  # fmt: skip
+_SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
+
+
+def attribute_kind(name: str) -> str:
+    """The kind of attribute *name*: what its value is parsed as."""
+    name = name.lower()
+    if name.startswith("data-"):
+        name = name[5:]  # data-href is a URL to the scripts that read it
+    local = name.rpartition(":")[2]
+    if name.startswith("on") or local.startswith("on"):
+        return K_JS
+    if local == "style":
+        return K_CSS
+    if local == "srcdoc":
+        return K_HTML
+    if local in _SRCSET_ATTRIBUTES:
+        return K_SRCSET
+    if local in _URL_ATTRIBUTES or name.startswith("xmlns"):
+        return K_URL
+    # As Go does: a name that speaks of a URL is taken for one (the strictest that fits).
+    if "src" in local or "uri" in local or "url" in local:
+        return K_URL
+    return K_PLAIN
+
+
+# -- elements --------------------------------------------------------------------
+
+_CONTENT = {
+    "script": S_JS,
+    "style": S_CSS,
+    "title": S_RCDATA,
+    "textarea": S_RCDATA,
+    # Raw text: nothing in them is markup; an escaped value shows its entities, but
+    # cannot end the element.
+    "xmp": S_RCDATA,
+    "iframe": S_RCDATA,
+    "noembed": S_RCDATA,
+    "noframes": S_RCDATA,
+    "noscript": S_RCDATA,
+    "plaintext": S_RCDATA,
+}
+
+_SPACE = " \t\n\r\f"
+_TAG_NAME = re.compile(r"[^\s/>]*")
+_ATTR_NAME = re.compile(r"[^\s/>][^\s/>=]*")
+_UNQUOTED_END = re.compile(r"[\s>]")
+_END_TAGS = {name: re.compile(rf"</{name}(?=[\s/>]|\Z)", re.IGNORECASE) for name in _CONTENT}
+
+
+def advance(ctx: Context, text: str, final: bool = False) -> Context:
+    """The context after trusted literal *text* in *ctx*.
+
+    Text that may be the start of a token continued by the next literal (``<scr``,
+    a JS or CSS word, ``\\``, ``&quo``) is kept in ``pending`` and parsed again
+    with it, so literal text split anywhere gives the context of the whole;
+    :func:`settle` (*final*) parses it as it is, for a value or a join.
+    """
+    if ctx.pending:
+        text = ctx.pending + text
+        ctx = ctx._replace(pending="")
+    while text:
+        if ctx.delim:
+            ctx, text = _in_attribute(ctx, text, final)
+        elif ctx.element and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE):
+            ctx, text = _in_element(ctx, text, final)
+        else:
+            ctx, text = _HTML[ctx.state](ctx, text)
+    return ctx
+
+
+def settle(ctx: Context) -> Context:
+    """*ctx* with the text it holds back parsed: where a value or a join sees it."""
+    if not ctx.pending or ctx.state in (S_TEXT, S_TAG, S_COMMENT):
+        return ctx  # an unfinished tag or attribute name stays one
+    return advance(ctx, "", final=True)
+
+
+_LAST_WORD = re.compile(r"\S*\Z")
+
+
+def _text(ctx: Context, text: str) -> tuple[Context, str]:
+    i = text.find("<")
+    while i >= 0:
+        rest = text[i + 1 :]
+        if rest == "" or rest in ("/", "!", "!-"):
+            return ctx._replace(pending=text[i:]), ""
+        first = rest[0]
+        if first.isascii() and first.isalpha():
+            name = _TAG_NAME.match(rest).group()
+            if len(name) == len(rest):
+                return ctx._replace(pending=text[i:]), ""  # the name may go on
+            name = name.lower()
+            element = name if name in _CONTENT else ""
+            return Context(S_TAG, element=element), rest[len(name) :]
+        if first == "/":
+            if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
+                name = _TAG_NAME.match(rest, 1).group()
+                if 1 + len(name) == len(rest):
+                    return ctx._replace(pending=text[i:]), ""
+                return Context(S_TAG), rest[1 + len(name) :]
+            if rest.startswith("/>"):
+                i = text.find("<", i + 3)
+                continue
+            return Context(S_BOGUS), rest[1:]  # </ followed by junk: a bogus comment
+        if rest.startswith("!--"):
+            return Context(S_COMMENT, sub="open"), rest[3:]
+        if first in "!?":
+            return Context(S_BOGUS), rest[1:]
+        i = text.find("<", i + 1)
+    return ctx, ""
+
+
+def _comment(ctx: Context, text: str) -> tuple[Context, str]:
+    if ctx.sub == "open":
+        # "<!-->" and "<!--->" close at once (abruptly), as browsers parse them.
+        if text.startswith(">"):
+            return TEXT, text[1:]
+        if text.startswith("->"):
+            return TEXT, text[2:]
+        ctx = ctx._replace(sub="")
+    match = re.search(r"--!?>", text)
+    if match is None:
+        tail = len(text) - len(text.rstrip("-!"))
+        return ctx._replace(pending=text[-tail:] if tail else ""), ""
+    return TEXT, text[match.end() :]
+
+
+def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
+    i = text.find(">")
+    return (ctx, "") if i < 0 else (TEXT, text[i + 1 :])
+
+
+def _tag(ctx: Context, text: str) -> tuple[Context, str]:
+    stripped = text.lstrip(_SPACE + "/")
+    if not stripped:
+        return ctx, ""
+    if stripped[0] == ">":
+        return _content_start(ctx.element), stripped[1:]
+    name = _ATTR_NAME.match(stripped).group()
+    if len(name) == len(stripped):
+        return ctx._replace(pending=stripped), ""  # the name may go on
+    return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
+        len(name) :
+    ]
+
+
+def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
+    stripped = text.lstrip(_SPACE)
+    if not stripped:
+        # Spaces seen: a value now would be a new attribute name, not this one's.
+        return ctx._replace(sub="space" if stripped != text else ctx.sub), ""
+    if stripped[0] == "=":
+        return ctx._replace(state=S_BEFORE_VALUE, sub=""), stripped[1:]
+    return ctx._replace(state=S_TAG, attr="", sub=""), stripped
+
+
+def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
+    stripped = text.lstrip(_SPACE)
+    if not stripped:
+        return ctx, ""
+    first = stripped[0]
+    if first == ">":
+        return _content_start(ctx.element), stripped[1:]
+    if first in "\"'":
+        return _value_start(ctx, first), stripped[1:]
+    return _value_start(ctx, " "), stripped
+
+
+def _value_start(ctx: Context, delim: str) -> Context:
+    kind = ctx.attr
+    base = Context(delim=delim, attr=kind, element=ctx.element)
+    if kind == K_URL:
+        return base._replace(state=S_URL, sub=U_START)
+    if kind == K_SRCSET:
+        return base._replace(state=S_SRCSET)
+    if kind == K_JS:
+        return base._replace(state=S_JS, sub=J_REGEXP)
+    if kind == K_CSS:
+        return base._replace(state=S_CSS)
+    return base._replace(state=S_ATTR)
+
+
+def _content_start(element: str) -> Context:
+    state = _CONTENT.get(element)
+    if state is None:
+        return TEXT
+    return Context(state, element=element, sub=J_REGEXP if state == S_JS else "")
+
+
+_HTML = {
+    S_TEXT: _text,
+    S_COMMENT: _comment,
+    S_BOGUS: _bogus,
+    S_TAG: _tag,
+    S_AFTER_NAME: _after_name,
+    S_BEFORE_VALUE: _before_value,
+}
+
+
+def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
+    """Parse *text* inside an attribute value: up to its end, decoded, in its content state."""
+    if ctx.delim == " ":
+        match = _UNQUOTED_END.search(text)
+        end = len(text) if match is None else match.start()
+        after = end  # the space or ">" is the tag's
+    else:
+        end = text.find(ctx.delim)
+        if end < 0:
+            end = len(text)
+        after = end + 1
+    held = ""
+    if end == len(text) and not final:
+        cut = _LAST_WORD.search(text).start()
+        text, held = text[:cut], text[cut:]
+        end = after = cut
+    inner = ctx._replace(delim="")
+    value = unescape(text[:end]) if "&" in text[:end] else text[:end]
+    inner = _content(inner, value)
+    if end == len(text):
+        return inner._replace(delim=ctx.delim, pending=held), ""
+    return Context(S_TAG, element=ctx.element), text[after:]
+
+
+def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
+    """Parse *text* in the content of a special element, up to its end tag."""
+    match = _END_TAGS[ctx.element].search(text)
+    if match is None:
+        held = ""
+        if not final:
+            cut = _LAST_WORD.search(text).start()
+            text, held = text[:cut], text[cut:]
+        return _content(ctx, text)._replace(pending=held), ""
+    _content(ctx, text[: match.start()])  # raises if the script cannot be followed
+    return TEXT, text[match.start() :]  # the end tag itself is parsed as text
+
+
+def _content(ctx: Context, text: str) -> Context:
+    while text:
+        ctx, text = _CONTENT_STATES[ctx.state](ctx, text)
+    return ctx
+
+
+def _plain(ctx: Context, text: str) -> tuple[Context, str]:
+    return ctx, ""
+
+
+def _url(ctx: Context, text: str) -> tuple[Context, str]:
+    return ctx._replace(sub=_url_part(ctx.sub, text)), ""
+
+
+_SCHEME_CHARS = re.compile(r"[A-Za-z0-9+.\-]*")
+
+
+def _url_part(part: str, text: str) -> str:
+    if part == U_QUERY or "?" in text or "#" in text:
+        return U_QUERY
+    if part == U_UNKNOWN:
+        return U_UNKNOWN
+    if part in (U_START, U_SCHEME):
+        text = text.lstrip(_SPACE) if part == U_START else text
+        if not text:
+            return part
+        # Only scheme characters so far: a value could still complete "javascript:".
+        if _SCHEME_CHARS.fullmatch(text):
+            return U_SCHEME
+    return U_PATH
+
+
+# -- JavaScript --------------------------------------------------------------
+
+_JS_SPECIAL = re.compile(r"[\"'`/{}]|<!--|-->")
+_JS_KEYWORDS_BEFORE_EXPRESSION = frozenset(
+    {"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw",
+     "case", "do", "else", "yield", "await"}
+)  # fmt: skip
+_IDENT_TAIL = re.compile(r"[\w$]+\Z")
+
+
+def _js_slash_context(before: str, ctx_sub: str) -> str:
+    """What a "/" after JS source *before* means: a regexp or a division."""
+    code = before.rstrip()
+    if not code:
+        return ctx_sub
+    last = code[-1]
+    if last in ")]" or last.isalnum() or last in "_$":
+        if last.isalnum() or last in "_$":
+            word = _IDENT_TAIL.search(code)
+            if word is not None and word.group() in _JS_KEYWORDS_BEFORE_EXPRESSION:
+                return J_REGEXP
+        return J_DIVOP
+    if last in "+-" and code.endswith(("++", "--")):
+        return J_DIVOP
+    return J_REGEXP  # after an operator, punctuation or "}"
+
+
+def _js(ctx: Context, text: str) -> tuple[Context, str]:
+    match = _JS_SPECIAL.search(text)
+    if match is None:
+        return ctx._replace(sub=_js_slash_context(text, ctx.sub)), ""
+    start, token = match.start(), match.group()
+    sub = _js_slash_context(text[:start], ctx.sub)
+    rest = text[match.end() :]
+    if token == '"':
+        return ctx._replace(state=S_JS_DQ, sub=sub), rest
+    if token == "'":
+        return ctx._replace(state=S_JS_SQ, sub=sub), rest
+    if token == "`":
+        return ctx._replace(state=S_JS_TMPL, sub=sub), rest
+    if token in ("<!--", "-->"):
+        return ctx._replace(state=S_JS_LINE_CMT, sub=sub), rest
+    if token == "{":
+        if ctx.stack:
+            ctx = ctx._replace(stack=(*ctx.stack[:-1], ctx.stack[-1] + 1))
+        return ctx._replace(sub=J_REGEXP), rest
+    if token == "}":
+        if ctx.stack:
+            if ctx.stack[-1] == 0:
+                return ctx._replace(state=S_JS_TMPL, stack=ctx.stack[:-1], sub=J_DIVOP), rest
+            ctx = ctx._replace(stack=(*ctx.stack[:-1], ctx.stack[-1] - 1))
+        return ctx._replace(sub=J_REGEXP), rest
+    # "/"
+    if rest.startswith("/"):
+        return ctx._replace(state=S_JS_LINE_CMT, sub=sub), rest[1:]
+    if rest.startswith("*"):
+        return ctx._replace(state=S_JS_BLOCK_CMT, sub=sub), rest[1:]
+    if sub == J_REGEXP:
+        return ctx._replace(state=S_JS_REGEXP, sub=""), rest
+    if sub == J_UNKNOWN:
+        raise ContextError(
+            "'/' in JavaScript after branches that disagree on whether it starts a "
+            "regular expression or divides"
+        )
+    return ctx._replace(sub=J_REGEXP), rest
+
+
+def _js_string(ctx: Context, text: str) -> tuple[Context, str]:
+    quote = '"' if ctx.state == S_JS_DQ else "'"
+    i = 0
+    while True:
+        j = _next_of(text, i, quote + "\\")
+        if j < 0:
+            return ctx, ""
+        if text[j] == "\\":
+            i = j + 2
+            continue
+        return ctx._replace(state=S_JS, sub=J_DIVOP), text[j + 1 :]
+
+
+def _js_template(ctx: Context, text: str) -> tuple[Context, str]:
+    i = 0
+    while True:
+        j = _next_of(text, i, "`\\$")
+        if j < 0:
+            return ctx, ""
+        char = text[j]
+        if char == "\\":
+            i = j + 2
+        elif char == "$":
+            if text.startswith("{", j + 1):
+                return ctx._replace(state=S_JS, sub=J_REGEXP, stack=(*ctx.stack, 0)), text[j + 2 :]
+            i = j + 1
+        else:
+            return ctx._replace(state=S_JS, sub=J_DIVOP), text[j + 1 :]
+
+
+def _js_regexp(ctx: Context, text: str) -> tuple[Context, str]:
+    in_class = ctx.sub == "class"
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+        elif char == "/":
+            return ctx._replace(state=S_JS, sub=J_DIVOP), text[i + 1 :]
+        i += 1
+    return ctx._replace(sub="class" if in_class else ""), ""
+
+
+def _js_block_comment(ctx: Context, text: str) -> tuple[Context, str]:
+    i = text.find("*/")
+    if i < 0:
+        return ctx, ""
+    return ctx._replace(state=S_JS), text[i + 2 :]
+
+
+_LINE_END = re.compile("[\n\r\u2028\u2029]")
+
+
+def _js_line_comment(ctx: Context, text: str) -> tuple[Context, str]:
+    match = _LINE_END.search(text)
+    if match is None:
+        return ctx, ""
+    return ctx._replace(state=S_JS), text[match.end() :]
+
+
+def _next_of(text: str, start: int, chars: str) -> int:
+    best = -1
+    for char in chars:
+        j = text.find(char, start)
+        if j >= 0 and (best < 0 or j < best):
+            best = j
+    return best
+
+
+# -- CSS -------------------------------------------------------------------------
+
+_CSS_SPECIAL = re.compile(r"[\"']|/\*|//|\burl\(\s*", re.IGNORECASE)
+
+
+def _css(ctx: Context, text: str) -> tuple[Context, str]:
+    match = _CSS_SPECIAL.search(text)
+    if match is None:
+        return ctx, ""
+    token, rest = match.group(), text[match.end() :]
+    if token == '"':
+        return ctx._replace(state=S_CSS_DQ), rest
+    if token == "'":
+        return ctx._replace(state=S_CSS_SQ), rest
+    if token == "/*":
+        return ctx._replace(state=S_CSS_BLOCK_CMT), rest
+    if token == "//":
+        return ctx._replace(state=S_CSS_LINE_CMT), rest
+    if not rest:
+        # "url(" then maybe a quote: decided by what follows.
+        return ctx._replace(pending="", state=S_CSS_URL, sub="open"), ""
+    return _css_url_open(ctx, rest)
+
+
+def _css_url_open(ctx: Context, text: str) -> tuple[Context, str]:
+    text = text.lstrip(_SPACE)
+    if text.startswith('"'):
+        return ctx._replace(state=S_CSS_DQ_URL, sub=U_START), text[1:]
+    if text.startswith("'"):
+        return ctx._replace(state=S_CSS_SQ_URL, sub=U_START), text[1:]
+    return ctx._replace(state=S_CSS_URL, sub=U_START), text
+
+
+def _css_url(ctx: Context, text: str) -> tuple[Context, str]:
+    if ctx.sub == "open":
+        stripped = text.lstrip(_SPACE)
+        if not stripped:
+            return ctx, ""
+        return _css_url_open(ctx, stripped)
+    end = {S_CSS_URL: ")", S_CSS_DQ_URL: '"', S_CSS_SQ_URL: "'"}[ctx.state]
+    i = 0
+    while True:
+        j = _next_of(text, i, end + "\\")
+        if j < 0:
+            return ctx._replace(sub=_url_part(ctx.sub, text)), ""
+        if text[j] == "\\":
+            i = j + 2
+            continue
+        rest = text[j + 1 :]
+        if end == ")":
+            return ctx._replace(state=S_CSS, sub=""), rest
+        # After the closing quote: spaces, then ")".
+        return ctx._replace(state=S_CSS, sub=""), rest.lstrip(_SPACE).removeprefix(")")
+
+
+def _css_string(ctx: Context, text: str) -> tuple[Context, str]:
+    quote = '"' if ctx.state == S_CSS_DQ else "'"
+    i = 0
+    while True:
+        j = _next_of(text, i, quote + "\\")
+        if j < 0:
+            return ctx, ""
+        if text[j] == "\\":
+            i = j + 2
+            continue
+        return ctx._replace(state=S_CSS), text[j + 1 :]
+
+
+def _css_block_comment(ctx: Context, text: str) -> tuple[Context, str]:
+    i = text.find("*/")
+    return (ctx, "") if i < 0 else (ctx._replace(state=S_CSS), text[i + 2 :])
+
+
+def _css_line_comment(ctx: Context, text: str) -> tuple[Context, str]:
+    match = _LINE_END.search(text)
+    return (ctx, "") if match is None else (ctx._replace(state=S_CSS), text[match.end() :])
+
+
+_CONTENT_STATES = {
+    S_ATTR: _plain,
+    S_RCDATA: _plain,
+    S_URL: _url,
+    S_SRCSET: _plain,
+    S_JS: _js,
+    S_JS_DQ: _js_string,
+    S_JS_SQ: _js_string,
+    S_JS_TMPL: _js_template,
+    S_JS_REGEXP: _js_regexp,
+    S_JS_BLOCK_CMT: _js_block_comment,
+    S_JS_LINE_CMT: _js_line_comment,
+    S_CSS: _css,
+    S_CSS_DQ: _css_string,
+    S_CSS_SQ: _css_string,
+    S_CSS_URL: _css_url,
+    S_CSS_DQ_URL: _css_url,
+    S_CSS_SQ_URL: _css_url,
+    S_CSS_BLOCK_CMT: _css_block_comment,
+    S_CSS_LINE_CMT: _css_line_comment,
+}
+
+
+# -- values ----------------------------------------------------------------------
+
+_URL_BASES = {U_START: "url", U_SCHEME: "url_query", U_PATH: "url_path"}
+_BASES = {
+    S_SRCSET: "srcset",
+    S_JS: "js_value",
+    S_JS_DQ: "js_string",
+    S_JS_SQ: "js_string",
+    S_JS_TMPL: "js_string",
+    S_JS_REGEXP: "js_regexp",
+    S_JS_BLOCK_CMT: "drop",
+    S_JS_LINE_CMT: "drop",
+    S_CSS: "css",
+    S_CSS_DQ: "css_string",
+    S_CSS_SQ: "css_string",
+    S_CSS_BLOCK_CMT: "drop",
+    S_CSS_LINE_CMT: "drop",
+}
+
+
+def escaper_for(ctx: Context) -> str | None:
+    """The name of the escaper for a value in *ctx*; None for plain HTML escaping.
+
+    Raises ContextError where no value may go.
+    """
+    state = ctx.state
+    if ctx.pending and state == S_TEXT:
+        raise ContextError(f"a value here would be part of the tag {ctx.pending!r}")
+    if ctx.pending and state == S_TAG:
+        raise ContextError(f"a value here would be part of the attribute name {ctx.pending!r}")
+    ctx = settle(ctx)
+    state = ctx.state
+    if state in (S_TEXT, S_RCDATA):
+        return None
+    if state == S_BOGUS:
+        raise ContextError("no value may go inside <!...> or <?...> (a doctype or bogus comment)")
+    if state == S_COMMENT:
+        return "comment"
+    if state == S_TAG:
+        return "attr_name"
+    if state == S_AFTER_NAME:
+        if ctx.sub != "space":
+            raise ContextError("a value here would be part of the attribute name")
+        return "attr_name"
+    if state == S_BEFORE_VALUE:
+        base = _base(_value_start(ctx, " "))
+        return f"{base}_u0"
+    base = _base(ctx)
+    if ctx.delim == " ":
+        return f"{base}_u"
+    if ctx.delim:
+        return None if base == "text" else f"{base}_q"
+    return base
+
+
+def _base(ctx: Context) -> str:
+    state = ctx.state
+    if state == S_ATTR:
+        return "srcdoc" if ctx.attr == K_HTML else "text"
+    if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+        if ctx.sub == "open":
+            return "url"
+        return _URL_BASES.get(ctx.sub, "url_query")
+    return _BASES[state]
+
+
+def after_value(ctx: Context) -> Context:
+    """The context after a value inserted in *ctx* (a valid place for one)."""
+    ctx = settle(ctx)
+    if ctx.pending and ctx.state == S_COMMENT:
+        return ctx._replace(pending="")
+    state = ctx.state
+    if state in (S_TAG, S_AFTER_NAME):
+        # The attribute-name filter lets only names of plain attributes through.
+        return ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub="")
+    if state == S_BEFORE_VALUE:
+        return after_value(_value_start(ctx, " "))
+    if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+        if ctx.sub in (U_START, U_SCHEME, "open"):
+            # The value may have ended in a scheme, a path or a query: the next one gets
+            # the strictest escaping of a URL part (which "?" or "#" in text resolves).
+            return ctx._replace(sub=U_UNKNOWN)
+        return ctx
+    if state == S_JS:
+        return ctx._replace(sub=J_DIVOP)
+    return ctx
+
+
+def join(a: Context | None, b: Context | None) -> Context | None:
+    """Where two paths of control flow meet: the common context, or None if there is none.
+
+    None for either side means that path does not reach the join (it returned).
+    Contexts that differ only in the URL part, or in what "/" means in JS, join
+    into the unknown part, where values get the strictest escaper of the two.
+    """
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    a, b = settle(a), settle(b)
+    if a == b:
+        return a
+    if a._replace(sub="") == b._replace(sub=""):
+        if a.state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+            return a._replace(sub=U_UNKNOWN)
+        if a.state == S_JS:
+            return a._replace(sub=J_UNKNOWN)
+    raise _Mismatch(a, b)
+
+
+class _Mismatch(ContextError):
+    def __init__(self, a: Context, b: Context) -> None:
+        super().__init__(f"{describe(a)} and {describe(b)}")
+        self.contexts = (a, b)
+
+
+# -- descriptions ----------------------------------------------------------------------
+
+_STATE_NAMES = {
+    S_TEXT: "text",
+    S_RCDATA: "element text",
+    S_TAG: "a tag, between attributes",
+    S_AFTER_NAME: "a tag, after an attribute name",
+    S_BEFORE_VALUE: "a tag, before an attribute value",
+    S_COMMENT: "an HTML comment",
+    S_BOGUS: "<!...> (a doctype or bogus comment)",
+    S_ATTR: "an attribute value",
+    S_URL: "a URL",
+    S_SRCSET: "a srcset",
+    S_JS: "a JavaScript expression",
+    S_JS_DQ: 'a JavaScript string ("...")',
+    S_JS_SQ: "a JavaScript string ('...')",
+    S_JS_TMPL: "a JavaScript template literal (`...`)",
+    S_JS_REGEXP: "a JavaScript regular expression",
+    S_JS_BLOCK_CMT: "a JavaScript comment",
+    S_JS_LINE_CMT: "a JavaScript comment",
+    S_CSS: "CSS",
+    S_CSS_DQ: 'a CSS string ("...")',
+    S_CSS_SQ: "a CSS string ('...')",
+    S_CSS_URL: "a CSS url(...)",
+    S_CSS_DQ_URL: 'a CSS url("...")',
+    S_CSS_SQ_URL: "a CSS url('...')",
+    S_CSS_BLOCK_CMT: "a CSS comment",
+    S_CSS_LINE_CMT: "a CSS comment",
+}
+_DELIMS = {'"': "double-quoted", "'": "single-quoted", " ": "unquoted"}
+_KINDS = {
+    K_PLAIN: "",
+    K_URL: "URL ",
+    K_SRCSET: "srcset ",
+    K_JS: "event handler ",
+    K_CSS: "style ",
+    K_HTML: "srcdoc ",
+}
+
+
+def describe(ctx: Context) -> str:
+    """*ctx* in words, for error messages and ``ptl-wsgi check --contexts``."""
+    ctx = settle(ctx)
+    name = _STATE_NAMES[ctx.state]
+    if ctx.state == S_RCDATA and ctx.element:
+        name = f"<{ctx.element}> text"
+    if ctx.state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL) and ctx.sub not in ("", "open"):
+        name = f"{name} ({ctx.sub})"
+    if ctx.state == S_JS and ctx.stack:
+        name = f"{name} in a template literal's ${{...}}"
+    if ctx.delim:
+        where = f"{_DELIMS[ctx.delim]} {_KINDS.get(ctx.attr, '')}attribute value"
+        name = where if ctx.state == S_ATTR else f"{name} in a {where}"
+    elif ctx.element in ("script", "style") and ctx.state not in (
+        S_TAG,
+        S_AFTER_NAME,
+        S_BEFORE_VALUE,
+    ):
+        name = f"{name} in <{ctx.element}>"
+    if ctx.pending and ctx.state in (S_TEXT, S_TAG):
+        name = f"{name}, in {ctx.pending!r}"
+    return name

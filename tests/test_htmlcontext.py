@@ -1,0 +1,252 @@
+"""The context engine of contextual escaping: contexts after literal text, escapers, joins."""
+
+from __future__ import annotations
+
+import pytest
+
+import ptl_wsgi.safety as safety
+from ptl_wsgi.htmlcontext import (
+    TEXT,
+    Context,
+    ContextError,
+    advance,
+    after_value,
+    attribute_kind,
+    describe,
+    escaper_for,
+    join,
+    settle,
+)
+
+
+def escaper(text: str) -> str | None:
+    return escaper_for(advance(TEXT, text))
+
+
+# (literal text before the value, the escaper the value gets)
+CASES = [
+    # text-like: plain HTML escaping, as before
+    ("", None),
+    ("<p>Hello ", None),
+    ("<p class=x>a</p><br/>", None),
+    ('<a href="/x">link</a> ', None),
+    ("<title>", None),
+    ("<TITLE>a", None),
+    ("<textarea rows=3>", None),
+    ('<input value="', None),
+    ("<input value='", None),
+    ('<div class="a ', None),
+    ('<p title="x" class="', None),
+    ("<script>x</script>", None),
+    ("<style>p{}</style><p>", None),
+    ("<!-- c --> ", None),
+    ("<!---->", None),
+    ("<!-->", None),
+    ("a < b ", None),
+    ("a <3 ", None),
+    ("<p>2 </ 3> ", None),  # "</ " opens a bogus comment, as browsers parse it
+    ("<xmp>", None),
+    ("<iframe>", None),
+    ("<noscript>", None),
+    # unquoted attribute values
+    ("<input value=", "text_u0"),
+    ("<input value=a", "text_u"),
+    ("<input value = ", "text_u0"),
+    ("<a href=", "url_u0"),
+    ("<a href=/x?q=", "url_query_u"),
+    ("<a onclick=", "js_value_u0"),
+    ("<p style=", "css_u0"),
+    # URLs
+    ('<a href="', "url_q"),
+    ("<a href='", "url_q"),
+    ('<A HREF="', "url_q"),
+    ('<a href=" ', "url_q"),
+    ('<img src="', "url_q"),
+    ('<form action="', "url_q"),
+    ('<button formaction="', "url_q"),
+    ('<video poster="', "url_q"),
+    ('<q cite="', "url_q"),
+    ('<a ping="', "url_q"),
+    ('<a xlink:href="', "url_q"),
+    ('<div data-href="', "url_q"),
+    ('<div data-src="', "url_q"),
+    ('<x myurl="', "url_q"),
+    ('<a href="/users/', "url_path_q"),
+    ('<a href="https://example.com/', "url_path_q"),
+    ('<a href="mailto:', "url_path_q"),
+    ('<a href="/search?q=', "url_query_q"),
+    ('<a href="/page#', "url_query_q"),
+    ('<a href="java', "url_query_q"),  # a value could finish the scheme
+    ('<a href="x', "url_query_q"),
+    ('<a href="/x?a=1&amp;b=', "url_query_q"),
+    ("<style>p { background: url(", "url"),
+    ('<style>p { background: url("', "url"),
+    ("<style>p { background: url( '", "url"),
+    ("<style>p { background: url(/img/", "url_path"),
+    ('<p style="background: url(', "url_q"),
+    # srcset
+    ('<img srcset="', "srcset_q"),
+    ('<img srcset="/a.png 1x, ', "srcset_q"),
+    ('<link imagesrcset="', "srcset_q"),
+    # JavaScript
+    ("<script>", "js_value"),
+    ("<script>var x = ", "js_value"),
+    ("<SCRIPT type=module>var x = ", "js_value"),
+    ("<script>f(1, ", "js_value"),
+    ('<script>var s = "', "js_string"),
+    ("<script>var s = '", "js_string"),
+    ("<script>var s = `", "js_string"),
+    ("<script>var s = `a ${b} ", "js_string"),
+    ("<script>var s = `${", "js_value"),
+    ("<script>var s = `${ {a: 1}.a } ", "js_string"),
+    ('<script>var s = "a\\"', "js_string"),
+    ('<script>var s = "a\\\\"; x = ', "js_value"),
+    ("<script>var s = 'it\\'s ", "js_string"),
+    ('<script>var s = "</script>', None),
+    ("<script>var r = /", "js_regexp"),
+    ("<script>var r = /[/]", "js_regexp"),
+    ("<script>var r = /a/; x = ", "js_value"),
+    ("<script>x = a / ", "js_value"),
+    ("<script>x = a /b/ ", "js_value"),
+    ("<script>return /", "js_regexp"),
+    ("<script>x = (a) / 2; /", "js_regexp"),
+    ("<script>/* ", "drop"),
+    ("<script>/* */ ", "js_value"),
+    ("<script>// ", "drop"),
+    ("<script>// a\nx = ", "js_value"),
+    ("<script><!-- ", "drop"),
+    ('<a onclick="', "js_value_q"),
+    ("<a onclick='f(", "js_value_q"),
+    ("<a onclick=\"f('", "js_string_q"),
+    ('<a onclick="f(&quot;', "js_string_q"),
+    ('<a onmouseover="x = `', "js_string_q"),
+    ('<body onload="init(); ', "js_value_q"),
+    ("<a onclick=f(", "js_value_u"),
+    # CSS
+    ("<style>", "css"),
+    ("<style>p { color: ", "css"),
+    ('<style>p { font-family: "', "css_string"),
+    ("<style>p { content: '", "css_string"),
+    ("<style>/* ", "drop"),
+    ("<style>/* */ p { color: ", "css"),
+    ('<p style="', "css_q"),
+    ('<p style="color: ', "css_q"),
+    ("<p style='content: \"", "css_string_q"),
+    # comments, srcdoc, tags
+    ("<!-- ", "comment"),
+    ("<!-- a -", "comment"),
+    ('<iframe srcdoc="', "srcdoc_q"),
+    ("<iframe srcdoc=", "srcdoc_u0"),
+    ("<input ", "attr_name"),
+    ("<input type=checkbox ", "attr_name"),
+    ('<input type="checkbox"', "attr_name"),
+    ('<a href="/x" ', "attr_name"),
+    ("</p ", "attr_name"),
+    ("<input disabled ", "attr_name"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_the_escaper_for_a_value_after_literal_text(text: str, expected: str | None) -> None:
+    assert escaper(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_the_same_text_in_two_pieces_gives_the_same_context(
+    text: str, expected: str | None
+) -> None:
+    # Literal text split across statements (at any point) is parsed as one.
+    whole = settle(advance(TEXT, text))
+    for cut in range(len(text) + 1):
+        assert settle(advance(advance(TEXT, text[:cut]), text[cut:])) == whole, cut
+
+
+ERRORS = [
+    ("<", "part of the tag '<'"),
+    ("</", "part of the tag '</'"),
+    ("<a", "part of the tag '<a'"),
+    ("<scr", "part of the tag '<scr'"),
+    ("<a hr", "part of the attribute name 'hr'"),
+    ("<input data-", "part of the attribute name 'data-'"),
+    ("<!DOCTYPE ", "doctype"),
+    ("<!", "part of the tag '<!'"),
+    ("<?xml ", "doctype"),
+    ("<input disabled", "part of the attribute name"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), ERRORS)
+def test_no_value_may_go_in_names_and_doctypes(text: str, message: str) -> None:
+    with pytest.raises(ContextError, match=message):
+        escaper(text)
+
+
+def test_contexts_are_hashable_values() -> None:
+    a, b = advance(TEXT, '<a href="'), advance(TEXT, "<a href='")
+    assert a == advance(TEXT, '<a href="') and a != b
+    assert len({a, b, advance(TEXT, '<a href="')}) == 2
+    assert isinstance(a, Context) and a.delim == '"' and b.delim == "'"
+    with pytest.raises(AttributeError):
+        a.state = "text"  # type: ignore[misc]
+
+
+def test_the_end_of_an_element_or_attribute_returns_to_text() -> None:
+    for text in ['<a href="x">', "<script>var s = '</script>", "<style>p{}</style>",
+                 "<title>x</title>", "<textarea></textarea>", "<!-- x -->", "<!DOCTYPE html>",
+                 '<a onclick="f(\'x\')">', "<p style='a:b'>", "<input value=x>", "<br/>",
+                 "<script>`${a}`</script>", "<a href=\"x\"\n  class=y>"]:  # fmt: skip
+        assert settle(advance(TEXT, text)) == TEXT, text
+
+
+def test_after_a_value() -> None:
+    url = advance(TEXT, '<a href="')
+    assert escaper_for(after_value(url)) == "url_query_q"  # the first value may end anywhere
+    assert escaper_for(advance(after_value(url), "?q=")) == "url_query_q"
+    js = advance(TEXT, "<script>x = ")
+    assert settle(advance(after_value(js), " / 2; y = ")) == settle(
+        js
+    )  # a value is an expression: / divides
+    tag = advance(TEXT, "<input ")
+    assert escaper_for(advance(after_value(tag), '="')) is None  # a plain attribute's value
+    assert escaper_for(after_value(advance(TEXT, "<a href="))) == "url_query_u"
+
+
+def test_join() -> None:
+    a = advance(TEXT, '<a href="/x?')
+    b = advance(TEXT, '<a href="/x/')
+    assert join(a, a) == a
+    assert join(None, a) == a and join(a, None) == a
+    assert escaper_for(join(a, b)) == "url_query_q"  # the strictest URL part
+    js_div = advance(TEXT, "<script>x = a")
+    js_re = advance(TEXT, "<script>x = a +")
+    joined = join(js_div, js_re)
+    assert escaper_for(joined) == "js_value"
+    with pytest.raises(ContextError, match="regular expression or divides"):
+        advance(joined, "/ 2")
+    with pytest.raises(ContextError) as info:
+        join(TEXT, advance(TEXT, "<a href='"))
+    assert str(info.value) == "text and a URL (start) in a single-quoted URL attribute value"
+
+
+def test_descriptions() -> None:
+    assert describe(TEXT) == "text"
+    assert describe(advance(TEXT, "<title>")) == "<title> text"
+    assert describe(advance(TEXT, "<script>var s = '")) == "a JavaScript string ('...') in <script>"
+    assert describe(advance(TEXT, '<p style="')) == "CSS in a double-quoted style attribute value"
+    assert describe(advance(TEXT, "<input value=")) == "a tag, before an attribute value"
+    assert describe(advance(TEXT, "<a")) == "text, in '<a'"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("href", "url"), ("HREF", "url"), ("onclick", "js"), ("ONLOAD", "js"), ("style", "css"),
+     ("srcdoc", "html"), ("srcset", "srcset"), ("class", "plain"), ("value", "plain"),
+     ("data-url", "url"), ("xlink:href", "url"), ("data-x", "plain"), ("title", "plain")],
+)  # fmt: skip
+def test_attribute_kinds(name: str, kind: str) -> None:
+    assert attribute_kind(name) == kind
+
+
+def test_every_url_attribute_of_the_safety_policy_is_a_url_here() -> None:
+    for name in safety.URL_ATTRIBUTES:
+        assert attribute_kind(name) in ("url", "srcset"), name
