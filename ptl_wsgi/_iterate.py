@@ -48,15 +48,15 @@ class InContext:
 
     __slots__ = ("_enter", "_iter", "_iterable")
 
-    def __init__(self, iterable: Iterable[_T], enter: ContextFactory) -> None:
+    def __init__(self, iterable: Iterable[Any], enter: ContextFactory) -> None:
         self._iterable = iterable
-        self._iter: Iterator[_T] | None = None
+        self._iter: Iterator[Any] | None = None
         self._enter = enter
 
     def __iter__(self) -> InContext:
         return self
 
-    def __next__(self) -> _T:
+    def __next__(self) -> Any:
         with self._enter():
             if self._iter is None:
                 # iter() too: a body's __iter__ may already run the application's code.

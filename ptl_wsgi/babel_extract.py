@@ -11,9 +11,12 @@ from __future__ import annotations
 import io
 import tokenize
 from collections.abc import Collection, Iterator, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from ptl_wsgi.compiler import _preprocess, _split_lines
+
+if TYPE_CHECKING:
+    from babel.messages.extract import _ExtractionResult, _Keyword, _PyOptions
 
 __all__ = ["extract_ptl", "python_view", "python_view_text"]
 
@@ -36,10 +39,10 @@ def python_view(source: bytes, filename: str = "<ptl>") -> bytes:
 
 def extract_ptl(
     fileobj: IO[bytes],
-    keywords: Mapping[str, Any],
+    keywords: Mapping[str, _Keyword],
     comment_tags: Collection[str],
-    options: dict[str, Any],
-) -> Iterator[tuple[int, str, Any, list[str]]]:
+    options: _PyOptions,
+) -> Iterator[_ExtractionResult]:
     """A Babel extraction method for ``.ptl`` files (Babel's Python extractor on the view).
 
     Use it as ``ptl`` (the entry point) or ``ptl_wsgi.babel_extract.extract_ptl`` in a

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_render(commands: argparse._SubParsersAction) -> None:
+def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render = commands.add_parser(
         "render",
         help="render a template with JSON arguments and print the result",
@@ -100,7 +100,7 @@ def _add_render(commands: argparse._SubParsersAction) -> None:
     render.set_defaults(handler=_render)
 
 
-def _add_serve(commands: argparse._SubParsersAction) -> None:
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve a directory of templates, or a publisher, for development",
@@ -118,7 +118,7 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     serve.set_defaults(handler=_serve)
 
 
-def _add_convert(commands: argparse._SubParsersAction) -> None:
+def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     convert = commands.add_parser(
         "convert",
         help="convert Quixote 3.x @ptl_html/@ptl_plain templates to this syntax",

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import decode_source
 from types import CodeType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
@@ -272,7 +272,41 @@ def _match_header(head: list[tokenize.TokenInfo], lines: list[str], templates: T
         templates[(row, _byte_col(lines[row - 1], col))] = kind
 
 
-def _located(node: ast.AST, ref: ast.AST) -> ast.AST:
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+class _Located(Protocol):
+    """A node with a place in the source (an expr, stmt, arg, keyword, ...)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
+def _place(node: ast.AST) -> _Located:
+    """*node*, which its caller knows has a place, as a located node."""
+    return node  # type: ignore[return-value]  # ast.AST declares no location attributes
+
+
+def _text_of(values: list[ast.expr]) -> str | None:
+    """The text of an f-string's parts when all are literal text, else None."""
+    texts = []
+    for part in values:
+        if not (isinstance(part, ast.Constant) and isinstance(part.value, str)):
+            return None
+        texts.append(part.value)
+    return "".join(texts)
+
+
+def _target_name(assign: ast.Assign) -> str:
+    """The name a hoisted literal's assignment binds."""
+    target = assign.targets[0]
+    assert isinstance(target, ast.Name)
+    return target.id
+
+
+def _located(node: _Node, ref: ast.AST) -> _Node:
     """Give the generated nodes in *node* (those without a location) *ref*'s location."""
     for child in ast.walk(node):
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
@@ -312,7 +346,7 @@ class _Transformer(ast.NodeTransformer):
         self.guarded = False
 
     def error(self, message: str, node: ast.AST) -> SyntaxError:
-        return _syntax_error(message, self.filename, self.lines, node)
+        return _syntax_error(message, self.filename, self.lines, _place(node))
 
     @contextmanager
     def scope(self, kind: str | None) -> Iterator[None]:
@@ -397,7 +431,11 @@ class _Transformer(ast.NodeTransformer):
                 joined.append(run[0])
             elif run:
                 # Emitted again from the pieces of all, so that text meeting text is one literal.
-                pieces = [piece for statement in run for piece in statement._ptl_pieces]
+                pieces: list[_Piece] = [
+                    piece
+                    for statement in run
+                    for piece in statement._ptl_pieces  # type: ignore[attr-defined]  # by output()
+                ]
                 joined.append(self.output(pieces, run[0], run[-1]))
             run.clear()
 
@@ -488,14 +526,14 @@ class _Transformer(ast.NodeTransformer):
         pieces: list[_Piece] = []
         for part in node.values:
             if isinstance(part, ast.Constant):
-                pieces.append(_Text(part.value, part))
+                pieces.append(_Text(str(part.value), part))  # (an f-string's text is str)
             elif isinstance(part, ast.FormattedValue):
                 spec = None if _empty_spec(part) else self.spec(part)
                 pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
         return pieces
 
     def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
-        assert isinstance(node.left, ast.Constant)
+        assert isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
         parts = _percent_parts(node.left.value)
         if parts is None:
             return None
@@ -518,6 +556,7 @@ class _Transformer(ast.NodeTransformer):
 
     def format_pieces(self, node: ast.Call) -> list[_Piece] | None:
         assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant)
+        assert isinstance(node.func.value.value, str)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
@@ -677,29 +716,31 @@ class _Transformer(ast.NodeTransformer):
         return _name(self.hoist(node), node)
 
     def hoist(self, node: ast.Constant) -> str:
-        assign = self.literals.get(node.value)
+        text = node.value
+        assert isinstance(text, str)
+        assign = self.literals.get(text)
         if assign is None:
             name = f"_ptl_lit_{len(self.literals)}"
             # Located by _add_prologue: at the template's line a breakpoint would stop here.
-            call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(node.value)], [])
+            call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(text)], [])
             assign = ast.Assign([ast.Name(name, ast.Store())], call)
-            self.literals[node.value] = assign
-        return assign.targets[0].id
+            self.literals[text] = assign
+        return _target_name(assign)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
         # In a template a t-string means what the same f-string means: in [html]
         # its literal parts are trusted and its values escaped; in [plain], text.
         if self.kind is None:
             return self.generic_visit(node)
-        return self.visit(_as_fstring(node))
+        result: ast.AST = self.visit(_as_fstring(node))
+        return result
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         if self.kind != "html":
             return self.generic_visit(node)
-        if all(isinstance(part, ast.Constant) for part in node.values):
-            return self.visit_Constant(
-                _located(ast.Constant("".join(p.value for p in node.values)), node)
-            )
+        text = _text_of(node.values)
+        if text is not None:
+            return self.visit_Constant(_located(ast.Constant(text), node))
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
                 part.value = _call(
@@ -720,14 +761,16 @@ class _Transformer(ast.NodeTransformer):
         spec = part.format_spec
         if spec is None:
             return _located(ast.Constant(""), part)
-        if all(isinstance(p, ast.Constant) for p in spec.values):
-            return _located(ast.Constant("".join(p.value for p in spec.values)), spec)
+        assert isinstance(spec, ast.JoinedStr)  # what the parser makes of a spec
+        text = _text_of(spec.values)
+        if text is not None:
+            return _located(ast.Constant(text), spec)
         self.visit_spec_fields(spec)
         return spec
 
-    def visit_spec_fields(self, spec: ast.JoinedStr) -> None:
+    def visit_spec_fields(self, spec: ast.expr) -> None:
         # The spec stays an f-string (so a str); the expressions in it are template code.
-        for field in spec.values:
+        for field in spec.values if isinstance(spec, ast.JoinedStr) else ():
             if isinstance(field, ast.FormattedValue):
                 field.value = self.visit(field.value)
                 if field.format_spec is not None:
@@ -784,7 +827,7 @@ def _check(
                     "for the code the PTL compiler generates",
                     filename,
                     lines,
-                    _name_location(name, ref, lines),
+                    _name_location(name, _place(ref), lines),
                 )
         if isinstance(node, (ast.Yield, ast.YieldFrom)) and in_template:
             raise _syntax_error(
@@ -832,7 +875,7 @@ def _bound_names(node: ast.AST) -> list[tuple[str, ast.AST]]:
     return []
 
 
-def _name_location(name: str, ref: ast.AST, lines: list[str]) -> ast.AST:
+def _name_location(name: str, ref: _Located, lines: list[str]) -> _Located:
     """A node spanning *name* where it first appears at or after *ref*'s start."""
     line = lines[ref.lineno - 1]
     start = _char_col(line, ref.col_offset)
@@ -859,7 +902,7 @@ def _first_output(statements: list[ast.stmt]) -> ast.Expr | None:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 found = _first_output([child])
-            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
                 found = _first_output(child.body)
             else:
                 continue
@@ -874,22 +917,26 @@ def _as_list(result: ast.AST | list[ast.AST] | None) -> list[ast.AST]:
     return result if isinstance(result, list) else [result]
 
 
-def _syntax_error(message: str, filename: str, lines: list[str], node: ast.AST) -> SyntaxError:
+def _syntax_error(
+    message: str, filename: str, lines: list[str], node: _Located
+) -> SyntaxError:
     lineno, end_lineno = node.lineno, node.end_lineno or node.lineno
     line = lines[lineno - 1]
     offset = _char_col(line, node.col_offset) + 1
-    end_offset = _char_col(lines[end_lineno - 1], node.end_col_offset) + 1
+    end_col = node.col_offset if node.end_col_offset is None else node.end_col_offset
+    end_offset = _char_col(lines[end_lineno - 1], end_col) + 1
     return SyntaxError(message, (filename, lineno, offset, line, end_lineno, end_offset))
 
 
 def _split_lines(source: str | bytes, filename: str) -> list[str]:
     if isinstance(source, bytes):
+        raw = source
         try:
-            source = decode_source(source)
+            source = decode_source(raw)
         except UnicodeDecodeError as exc:
-            raise _decode_error(exc, source, filename) from None
+            raise _decode_error(exc, raw, filename) from None
         except SyntaxError as exc:  # a bad coding cookie or undecodable first lines
-            raise _cookie_error(exc, source, filename) from None
+            raise _cookie_error(exc, raw, filename) from None
     # CPython reads source with universal newlines; so do the tokenizer and parser here.
     source = source.replace("\r\n", "\n").replace("\r", "\n")
     return io.StringIO(source).readlines()
@@ -1024,7 +1071,7 @@ def _parse_lines(original: list[str], filename: str) -> tuple[ast.Module, int, a
         used = {
             n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_ptl_lit_")
         }
-        literals = [a for a in transformer.literals.values() if a.targets[0].id in used]
+        literals = [a for a in transformer.literals.values() if _target_name(a) in used]
         _add_prologue(tree, literals)
     return tree, depth, deepest
 
@@ -1056,7 +1103,7 @@ def _too_deep(filename: str, original: list[str], deepest: ast.AST | None) -> Sy
         "maximum recursion depth exceeded during compilation)"
     )
     if deepest is not None:
-        return _syntax_error(message, filename, original, deepest)
+        return _syntax_error(message, filename, original, _place(deepest))
     # Without a tree the longest line is where deep nesting almost always is.
     lineno = max(range(len(original)), key=lambda i: len(original[i]), default=0) + 1
     text = original[lineno - 1] if original else ""
@@ -1099,7 +1146,8 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         except BaseException as exc:  # handed to the calling thread
             outcome.append((False, exc))
 
-    thread: threading.Thread | None = threading.Thread(target=run, name="ptl-compile", daemon=True)
+    thread = threading.Thread(target=run, name="ptl-compile", daemon=True)
+    started = True
     with _thread_lock:
         # stack_size() applies to every thread started meanwhile: keep the window short.
         previous = threading.stack_size()
@@ -1110,16 +1158,17 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         try:
             thread.start()
         except RuntimeError:  # no threads here (interpreter shutdown, some platforms)
-            thread = None
+            started = False
         finally:
             threading.stack_size(previous)
-    if thread is None:
+    if not started:
         run()
     else:
         thread.join()
     ok, value = outcome[0]
     if ok:
-        return value
+        result: _T = value
+        return result
     outcome.clear()
     try:
         raise value
@@ -1160,11 +1209,10 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
     index = 0
     if body and ast.get_docstring(tree, clean=False) is not None:
         index = 1
-    while (
-        index < len(body)
-        and isinstance(body[index], ast.ImportFrom)
-        and body[index].module == "__future__"
-    ):
+    while index < len(body):
+        statement = body[index]
+        if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
+            break
         index += 1
     # The prologue runs at the docstring's (or last __future__ import's) line, else line 1:
     # never at a line of the module's own code, so a line breakpoint there stops there.

@@ -27,6 +27,7 @@ import ast
 import bisect
 import io
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ptl_wsgi.compiler import compile_ptl
@@ -89,11 +90,11 @@ class _Scan(ast.NodeVisitor):
     def pos(self, lineno: int, byte_col: int) -> Pos:
         return lineno, _char_col(self.lines[lineno - 1], byte_col)
 
-    def warn(self, node: ast.AST, message: str) -> None:
+    def warn(self, node: ast.expr | ast.stmt, message: str) -> None:
         line, col = self.pos(node.lineno, node.col_offset)
         self.warnings.append(Problem(line, col + 1, message))
 
-    def visit_in(self, kind: str | None, nodes: list[ast.AST | None]) -> None:
+    def visit_in(self, kind: str | None, nodes: Sequence[ast.AST | None]) -> None:
         outer, self.kind = self.kind, kind
         for node in nodes:
             if node is not None:
@@ -183,8 +184,9 @@ class _Scan(ast.NodeVisitor):
         if part.format_spec is not None:
             self.visit_field_spec(part.format_spec)
 
-    def visit_field_spec(self, spec: ast.JoinedStr) -> None:
-        for part in spec.values:
+    def visit_field_spec(self, spec: ast.expr) -> None:
+        # A format spec is a JoinedStr (typeshed says expr).
+        for part in spec.values if isinstance(spec, ast.JoinedStr) else ():
             if isinstance(part, ast.FormattedValue):
                 self.visit_field(part)
 
@@ -304,7 +306,7 @@ class _Editor:
         return "".join(lines)
 
 
-def _whole_lines(lines: list[str], node: ast.AST, scan: _Scan) -> bool:
+def _whole_lines(lines: list[str], node: ast.expr | ast.stmt, scan: _Scan) -> bool:
     """True if *node* is alone on its lines (a trailing comment aside)."""
     start = scan.pos(node.lineno, node.col_offset)
     end = scan.pos(node.end_lineno or node.lineno, node.end_col_offset or 0)

@@ -60,7 +60,8 @@ class _PtlParser(PythonParser):
             ):
                 first = node.body[0]
                 # Compiled as Python, a docstring has no code, so no statement either.
-                self.raw_docstrings.difference_update(range(first.lineno, first.end_lineno + 1))
+                end = first.end_lineno or first.lineno  # (always set by ast.parse)
+                self.raw_docstrings.difference_update(range(first.lineno, end + 1))
                 self.raw_statements.add(first.lineno)
 
 
@@ -120,7 +121,7 @@ class PtlPlugin(coverage.CoveragePlugin):
 
     def find_executable_files(self, src_dir: str) -> list[str]:
         """Every ``.ptl`` file under *src_dir*, so never-imported templates show as missed."""
-        found = []
+        found: list[str] = []
         for directory, dirs, files in os.walk(src_dir):
             dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
             found.extend(os.path.join(directory, f) for f in files if f.endswith(_SUFFIX))

@@ -77,7 +77,8 @@ def _flask_babel() -> Translations | None:
 
     if not flask.has_app_context() or "babel" not in flask.current_app.extensions:
         return None
-    return flask_babel.get_translations()
+    translations: Translations | None = flask_babel.get_translations()
+    return translations
 
 
 class _Django:
@@ -189,14 +190,18 @@ class LazyText:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._args!r}>"
 
+    # (Typed results: each is str, or htmltext when *other* is markup.)
     def __mod__(self, arg: Any) -> str:
-        return self._value() % arg
+        result: str = self._value() % arg
+        return result
 
     def __add__(self, other: Any) -> str:
-        return self._value() + other
+        result: str = self._value() + other
+        return result
 
     def __radd__(self, other: Any) -> str:
-        return other + self._value()
+        result: str = other + self._value()
+        return result
 
     def __eq__(self, other: object) -> bool:
         return self._value() == (other._value() if isinstance(other, LazyText) else other)

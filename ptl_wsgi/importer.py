@@ -27,7 +27,9 @@ import sys
 # importlib's machinery as the interpreter loaded it at start-up (frozen, already in
 # sys.modules): importlib.util and importlib.machinery re-export these very objects,
 # but importing them costs a one-shot process contextlib, importlib._abc and more.
-from _frozen_importlib import ModuleSpec, module_from_spec
+# (Re-exported, "as" says so to type checkers: ptl_wsgi.loader takes them from here.)
+from _frozen_importlib import ModuleSpec as ModuleSpec
+from _frozen_importlib import module_from_spec as module_from_spec
 from _frozen_importlib_external import (
     MAGIC_NUMBER,
     PathFinder,
@@ -134,7 +136,11 @@ def _write_cache(path: str, source: bytes, mode: int, code: CodeType) -> None:
 class PtlLoader(SourceFileLoader):
     """Loads a ``.ptl`` file; ``get_source``/``get_data`` come from SourceFileLoader."""
 
-    def source_to_code(self, data: bytes | str, path: str, *, _optimize: int = -1) -> CodeType:
+    # (Not the base's static method: a PTL loader compiles text, not ASTs, and it is
+    # an instance method as in SourceLoader, which calls it on self.)
+    def source_to_code(  # type: ignore[override]
+        self, data: bytes | str, path: str, *, _optimize: int = -1
+    ) -> CodeType:
         """Compile PTL source *data* (bytes or str) read from *path*."""
         return _compile(data, path)
 
@@ -324,8 +330,10 @@ def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> Mod
     spec = _spec(module_name, os.path.abspath(path))
     module = module_from_spec(spec)
     sys.modules[module_name] = module
+    loader = spec.loader
+    assert loader is not None  # for type checkers: _spec gives it a PtlLoader
     try:
-        spec.loader.exec_module(module)
+        loader.exec_module(module)
     except BaseException:
         if sys.modules.get(module_name) is module:
             del sys.modules[module_name]

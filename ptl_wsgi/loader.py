@@ -35,7 +35,7 @@ from ptl_wsgi.importer import ModuleSpec, module_from_spec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any
 
 
@@ -117,7 +117,7 @@ class Template:
         self.function = function
         self._accepted, self._required = _keyword_parameters(function)
 
-    def render(self, context: Mapping[str, Any] | None = None) -> Any:
+    def render(self, context: Mapping[str, Any] | None = None) -> str | Iterator[Any]:
         """Call the template with the parts of *context* it takes.
 
         While it runs, :func:`render_context` is the whole *context*; a
@@ -132,6 +132,7 @@ class Template:
         # A copy: the caller's dict may change after the call, while a stream still runs.
         current = MappingProxyType(dict(context))
         token = _render_var.set(current)
+        result: str | Iterator[Any]  # a template's htmltext or str, or a stream
         try:
             if self._accepted is None:
                 result = self.function(**context)
@@ -199,8 +200,11 @@ class Loader:
                     self._templates[name] = template
         return template
 
-    def render(self, name: str, context: Mapping[str, Any] | None = None) -> Any:
-        """Render the template called *name* with *context*."""
+    def render(self, name: str, context: Mapping[str, Any] | None = None) -> str | Iterator[Any]:
+        """Render the template called *name* with *context*.
+
+        An ``[html]`` template gives htmltext, a ``[plain]`` one a str, a stream an iterator.
+        """
         return self.get_template(name).render(context)
 
     def module(self, path: str) -> ModuleType:
@@ -208,10 +212,11 @@ class Loader:
         if self.auto_reload:
             self._reload_if_changed()
         relative = self._check_relative(path, path)
-        if self.find(path) is None:
+        filename = self.find(path)
+        if filename is None:
             raise TemplateNotFound(path, self.places(relative))
         with self._lock:
-            return self._import(relative, self.find(path))
+            return self._import(relative, filename)
 
     def find(self, path: str) -> str | None:
         """The file that the template file name *path* refers to, or None."""
@@ -361,7 +366,8 @@ class Loader:
 
     def _record_files(self) -> None:
         for module in self._own_modules():
-            self._mtimes.setdefault(module.__file__, _stat(module.__file__))
+            if module.__file__ is not None:  # (_own_modules gives only modules with one)
+                self._mtimes.setdefault(module.__file__, _stat(module.__file__))
 
     def _reload_if_changed(self) -> None:
         if all(_stat(file) == stamp for file, stamp in list(self._mtimes.items())):

@@ -67,7 +67,7 @@ def get_request() -> Request:
 
 def get_publisher() -> Publisher:
     """The publisher serving the current request."""
-    publisher = current_request().environ.get(PUBLISHER_KEY)
+    publisher: Publisher | None = current_request().environ.get(PUBLISHER_KEY)
     if publisher is None:
         raise RuntimeError("no publisher is serving a request in this context")
     return publisher

@@ -7,7 +7,7 @@ Needs Pygments (not a dependency of ptl_wsgi itself).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from pygments.lexers.python import PythonLexer
 from pygments.token import Keyword, Name, Punctuation, Text, _TokenType
@@ -27,8 +27,10 @@ class PTLLexer(PythonLexer):
     mimetypes = ["text/x-ptl"]
     url = "https://docs.python.org/3/"
 
-    def get_tokens_unprocessed(self, text: str) -> Iterator[tuple[int, _TokenType, str]]:
-        tokens = list(super().get_tokens_unprocessed(text))
+    def get_tokens_unprocessed(
+        self, text: str, stack: Iterable[str] = ("root",)
+    ) -> Iterator[tuple[int, _TokenType, str]]:
+        tokens = list(super().get_tokens_unprocessed(text, stack))
         i = 0
         while i < len(tokens):
             index, kind, value = tokens[i]
@@ -53,7 +55,7 @@ class PTLLexer(PythonLexer):
             i += 1
 
     @staticmethod
-    def _annotation_after(tokens: list, start: int) -> list[int]:
+    def _annotation_after(tokens: list[tuple[int, _TokenType, str]], start: int) -> list[int]:
         """Positions of ``[``, ``html``/``plain``, ``]`` after a function name, or []."""
         positions = []
         i = start
@@ -70,7 +72,7 @@ class PTLLexer(PythonLexer):
         return positions
 
     @staticmethod
-    def _starts_template(tokens: list, i: int) -> bool:
+    def _starts_template(tokens: list[tuple[int, _TokenType, str]], i: int) -> bool:
         """``template`` at the start of a line, then a name and ``(``."""
         at_line_start = i == 0 or tokens[i - 1][2].endswith("\n") or (
             tokens[i - 1][1] in _BLANK and (i < 2 or tokens[i - 2][2].endswith("\n"))

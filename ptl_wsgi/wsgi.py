@@ -89,13 +89,15 @@ def current_request() -> Request:
 
 def current_loader() -> Loader:
     """The template loader of the view or middleware serving the current request."""
-    loader = current_request().environ.get(LOADER_KEY)
+    loader: Loader | None = current_request().environ.get(LOADER_KEY)
     if loader is None:
         raise RuntimeError("no template loader: pass loader=... to the view or Middleware")
     return loader
 
 
-def render(name: str, context: Mapping[str, Any] | None = None, /, **values: Any) -> Any:
+def render(
+    name: str, context: Mapping[str, Any] | None = None, /, **values: Any
+) -> str | Iterator[Any]:
     """Render template *name* (``"page.ptl:body"``) with the current loader."""
     merged = {**context, **values} if context else values
     return current_loader().render(name, merged)
@@ -129,7 +131,7 @@ def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) ->
     the response.
     """
     # A full content type ("text/plain; charset=...") must not get a second charset.
-    kind = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
+    kind: dict[str, Any] = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
     response = Response(**kind, **kwargs)
     response.response = _encoded(chunks, _is_html(response))
     return response
@@ -189,7 +191,7 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
         rv = rv.get_response()
     if isinstance(rv, Response):
         if status is not None:
-            rv.status = status  # type: ignore[assignment]
+            rv.status = status
         if headers:
             rv.headers.update(headers)
         return rv
@@ -258,7 +260,7 @@ def _strict_start_response(start_response: StartResponse) -> StartResponse:
             return start_response(_exact(status), clean)
         return start_response(_exact(status), clean, exc_info)
 
-    return start  # type: ignore[return-value]
+    return start
 
 
 def _respond(

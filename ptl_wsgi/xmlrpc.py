@@ -137,7 +137,9 @@ def _refuse_dtd(*_args: Any) -> NoReturn:
 def _parse(data: bytes) -> tuple[tuple[Any, ...], str | None]:
     """``xmlrpc.client.loads(data, use_builtin_types=True)``, refusing DTDs and deep nesting."""
     unmarshaller = Unmarshaller(use_builtin_types=True)
-    unmarshaller.xml(None, None)  # what xmlrpc.client's own parser tells it: UTF-8 by default
+    # What xmlrpc.client's own parser tells it (expat gives None for an undeclared
+    # encoding, which typeshed's str does not allow): UTF-8 by default.
+    unmarshaller.xml(None, None)  # type: ignore[arg-type]
     parser = expat.ParserCreate()
     depth = 0
 

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import CodeType, FrameType, ModuleType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
@@ -199,7 +199,7 @@ class Template:
             top = self.template.function
             for index, (name, function, arguments) in enumerate(calls):
                 path = name.partition(":")[0]
-                names = (path, name)
+                names: tuple[str, ...] = (path, name)
                 if index == 0 and function is top:
                     names = tuple(n for n in names if n != self.name)  # the one sent above
                 filename = function.__code__.co_filename
@@ -296,7 +296,7 @@ def _template_rendered() -> Signal | None:
     return None if module is None else module.template_rendered
 
 
-_NOT_YET = object()
+_ProfileEvent = Literal["call", "return", "c_call", "c_return", "c_exception"]
 
 
 @contextlib.contextmanager
@@ -313,12 +313,12 @@ def _recording(
     resumed: set[FrameType] = set()
     previous = sys.getprofile()
 
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
+    def profile(frame: FrameType, event: _ProfileEvent, arg: Any) -> None:
         if event == "call":
             code = frame.f_code
-            known = names.get(code, _NOT_YET)
-            if known is _NOT_YET:
-                known = names[code] = _template_of(loader, frame)
+            if code not in names:
+                names[code] = _template_of(loader, frame)
+            known = names[code]
             if known is not None and frame not in resumed:
                 if code.co_flags & inspect.CO_GENERATOR:
                     resumed.add(frame)  # a generator's next step is no new call
@@ -350,7 +350,7 @@ def _template_of(
     attrs = [code.co_name, *(a for a in module.__dict__ if a != code.co_name)]
     for attr in attrs:
         function = module.__dict__.get(attr)
-        if getattr(function, "__code__", None) is code:
+        if function is not None and getattr(function, "__code__", None) is code:
             if not loader._not_a_template(module, path, attr):
                 return f"{path}:{attr}", function
             return None
@@ -427,7 +427,10 @@ def _annotate(exc: Exception, template: Template | None = None) -> None:
             location = code.co_filename, code.co_firstlineno
     if location is not None:
         source = template.source if template is not None and location[0] == own else None
-        exc.template_debug = _template_debug(*location, str(exc), source)
+        # Django's debug page reads it off any exception.
+        exc.template_debug = _template_debug(  # type: ignore[attr-defined]
+            *location, str(exc), source
+        )
 
 
 def _ptl_engines() -> list[PTLTemplates]:

@@ -80,7 +80,10 @@ __all__ = [
 _STRING_NAME = "<string>"
 
 
-class TemplateNotFound(_loader.TemplateNotFound, jinja2.TemplateNotFound):
+# (jinja2's ``name`` may be Undefined or None; ours is always the str asked for.)
+class TemplateNotFound(  # type: ignore[misc]
+    _loader.TemplateNotFound, jinja2.TemplateNotFound
+):
     """A missing template, also a :class:`jinja2.TemplateNotFound`; ``tried`` lists where."""
 
     def __init__(self, name: str, tried: Iterable[str] = (), reason: str = "") -> None:
@@ -88,7 +91,7 @@ class TemplateNotFound(_loader.TemplateNotFound, jinja2.TemplateNotFound):
         self.templates = [name]  # jinja2's __init__, reached via super(), set it to the message
 
 
-class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):
+class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):  # type: ignore[misc]
     """None of a list of names exists; ``templates`` has every name, ``tried`` every place."""
 
     def __init__(self, names: Sequence[str], tried: Iterable[str] = ()) -> None:
@@ -101,7 +104,7 @@ class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):
         # Set last: the base classes' __init__ methods each set their own version.
         self.args = (message,)
         self.message = message
-        self.templates = names
+        self.templates = [*names]
 
 
 def _is_ptl(name: Any) -> bool:
@@ -182,7 +185,9 @@ def _auto_reload(app: Flask) -> bool:
 
 def _app(app: Flask | None = None) -> Flask:
     if app is None:
-        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        # The proxy's object (current_app is typed as the Flask it stands for).
+        found: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+        app = found
     if "ptl" not in app.extensions:
         raise RuntimeError("PTL is not set up on this app; call PTL(app) first")
     return app
@@ -287,7 +292,7 @@ class PTLTemplate(jinja2.Template):
         else:
             yield from output.chunks(self._call(context))
 
-    def root_render_func(self, context: Context) -> Iterator[htmltext]:  # type: ignore[override]
+    def root_render_func(self, context: Context) -> Iterator[htmltext]:
         """Jinja2's entry for ``{% include %}``, and for ``{% extends %}``, which is refused."""
         if context.name != self.name:
             # An include renders in a context of this template's own; extends in the child's.
@@ -405,7 +410,7 @@ class _PTLEnvironment(jinja2.Environment):
     by a custom ``create_jinja_environment``, later by hand) is wrapped in
     :class:`_JinjaLoader`; lists of names report every place tried."""
 
-    @property  # type: ignore[override]
+    @property
     def loader(self) -> _JinjaLoader:
         return self.__dict__["_ptl_loader"]  # type: ignore[no-any-return]
 
@@ -470,7 +475,10 @@ def _install_jinja(app: Flask, create: bool = False) -> None:
             return
         # In this order, a thread rendering meanwhile sees a working loader at each step.
         env.__dict__["_ptl_loader"] = _JinjaLoader(env.__dict__.get("loader"))
-        env.__class__ = _environment_class(type(env))  # its loader property reads _ptl_loader
+        # Its loader property reads _ptl_loader.  (A subclass of env's class; mypy takes a
+        # class for unhashable when its instances define __eq__, and functools.cache for
+        # a dict of instances.)
+        env.__class__ = _environment_class(type(env))  # type: ignore[assignment,arg-type]
         env.__dict__.pop("loader", None)
         if env.cache is not None:
             env.cache.clear()  # nothing loaded before may stand for a .ptl name

@@ -139,7 +139,9 @@ class FlaskCSRF(CSRFPolicy):
         from flask import current_app
 
         config = current_app.config
-        self.secret = config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
+        self.secret: str | bytes | None = (
+            config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
+        )
         if not self.secret:
             raise RuntimeError("FlaskCSRF needs app.config['SECRET_KEY'] (or WTF_CSRF_SECRET_KEY)")
         self.field_name = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
@@ -148,6 +150,7 @@ class FlaskCSRF(CSRFPolicy):
     def _serializer(self) -> Any:
         from itsdangerous import URLSafeTimedSerializer
 
+        assert self.secret  # for type checkers: __init__ refuses an empty one
         return URLSafeTimedSerializer(self.secret, salt=self.salt)
 
     def token(self) -> str:

@@ -150,7 +150,8 @@ def form_data(source: Any, method: str = "post") -> FormData:
         if request is None:
             from werkzeug.wrappers import Request
 
-            request = Request(source)  # registers itself in the environ for reuse
+            # It registers itself in the environ for reuse: the environ itself, a dict (PEP 3333).
+            request = Request(source)  # type: ignore[arg-type]
         source = request
     if hasattr(source, "form") and hasattr(source, "args") and hasattr(source, "method"):
         fields = source.args if get else source.form

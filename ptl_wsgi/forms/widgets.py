@@ -22,11 +22,13 @@ import datetime
 import decimal
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ptl_wsgi.forms.inputs import FormData, UploadedFile
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.safety import attrs as render_attributes
+
+_Number = TypeVar("_Number", int, decimal.Decimal)
 
 __all__ = [
     "CheckboxWidget",
@@ -194,7 +196,7 @@ class Widget:
             return None
         return self.convert(text)
 
-    def check_text(self, value: Any) -> str:
+    def check_text(self, value: object) -> str:
         """Decode and vet one submitted value; return it as clean text."""
         if isinstance(value, bytes):
             try:
@@ -307,7 +309,7 @@ class TextWidget(Widget):
     input_type: ClassVar[str] = "text"
     strip: ClassVar[bool] = True
 
-    def check_text(self, value: Any) -> str:
+    def check_text(self, value: object) -> str:
         text = super().check_text(value)
         return text.strip() if self.strip else text
 
@@ -391,7 +393,7 @@ class _NumberWidget(TextWidget):
         self.min = min
         self.max = max
 
-    def check_range(self, number: Any) -> Any:
+    def check_range(self, number: _Number) -> _Number:
         """Return *number* if it is within ``min``/``max``."""
         if self.min is not None and number < self.min:
             raise ValidationError(self.messages["min"] % self.min)
@@ -520,7 +522,7 @@ class TextAreaWidget(Widget):
         self.rows = rows
         self.cols = cols
 
-    def check_text(self, value: Any) -> str:
+    def check_text(self, value: object) -> str:
         return super().check_text(value).replace("\r\n", "\n").replace("\r", "\n")
 
     def render_control(self) -> htmltext:

@@ -15,11 +15,12 @@ class BuildFile(makemessages.BuildFile):
 
     @cached_property
     def is_ptl(self) -> bool:
-        return self.domain == "django" and self.translatable.file.endswith(".ptl")
+        return bool(self.domain == "django" and self.translatable.file.endswith(".ptl"))
 
     def preprocess(self) -> None:
         if not self.is_ptl:
-            return super().preprocess()
+            super().preprocess()
+            return
         # Django would run its template lexer on any non-.py file; a .ptl file is Python.
         with open(self.path, "rb") as fp:
             view = python_view_text(fp.read(), self.path)
