@@ -130,9 +130,12 @@ class PTLTemplates(BaseEngine):
         return Template(ptl_loader.Template("<string>", "<string>", function), self, template_code)
 
     def reset(self) -> None:
-        """Forget every compiled template (the next lookup reads the files again)."""
-        old, self.loader = self.loader, ptl_loader.Loader(self.template_dirs, self.auto_reload)
-        old.close()
+        """Forget every compiled template (the next lookup reads the files again).
+
+        A template whose file then fails to load keeps its last good version
+        (:meth:`ptl_wsgi.loader.Loader.reload`).
+        """
+        self.loader.reload()
 
 
 class Template:
