@@ -52,6 +52,9 @@ __all__ = [
 #: The template a name without ``:function`` refers to.
 DEFAULT_FUNCTION = "render"
 _SUFFIX = ".ptl"
+# The module name (in a loader's package) of templates made from strings: no file
+# name escapes to it (see _module_part), so it never stands for a file's module.
+_STRING_MODULE = "<string>"
 _counter = itertools.count()
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -109,12 +112,20 @@ class Template:
     :class:`TemplateArgumentError` naming the template and the parameter.
     """
 
-    __slots__ = ("name", "filename", "function", "_accepted", "_required")
+    __slots__ = ("name", "filename", "function", "module", "_accepted", "_required")
 
-    def __init__(self, name: str, filename: str, function: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        filename: str,
+        function: Callable[..., Any],
+        module: ModuleType | None = None,
+    ) -> None:
         self.name = name
         self.filename = filename
         self.function = function
+        #: The module the template was loaded from, where the loader knows it.
+        self.module = module
         self._accepted, self._required = _keyword_parameters(function)
 
     def render(self, context: Mapping[str, Any] | None = None) -> Any:
@@ -234,6 +245,25 @@ class Loader:
                 self._kept_modules[relative] = good
                 return good
 
+    def from_string(
+        self, source: str, function: str = DEFAULT_FUNCTION, *, filename: str = "<string>"
+    ) -> Template:
+        """The template *function* of PTL *source*, as if it were a file in the search path.
+
+        Its relative imports reach this loader's templates (``from .layout import
+        page``); the same rules as for files say what is a template.  Nothing is
+        cached: each call compiles *source*.  Raises SyntaxError for invalid PTL
+        (located at *filename*) and :class:`TemplateNotFound` when *source*
+        defines no such template.
+        """
+        from ptl_wsgi.importer import module_from_source
+
+        module = module_from_source(source, f"{self.package}.{_STRING_MODULE}", filename=filename)
+        reason = self._not_a_template(module, filename, function)
+        if reason:
+            raise TemplateNotFound(f"{filename}:{function}", reason=reason)
+        return Template(filename, filename, module.__dict__[function], module)
+
     def reload(self) -> None:
         """Forget every loaded module: the next lookup reads the files again.
 
@@ -343,7 +373,7 @@ class Loader:
         reason = self._not_a_template(module, path, function_name)
         if reason:
             raise TemplateNotFound(name, [filename], reason=reason)
-        return Template(name, filename, module.__dict__[function_name])
+        return Template(name, filename, module.__dict__[function_name], module)
 
     def _not_a_template(self, module: ModuleType, path: str, attr: str) -> str:
         """Why *attr* of *module* is not a public template defined there ("" if it is)."""

@@ -575,6 +575,46 @@ def test_loaders_are_independent(site: tuple[Path, Path], make_loader: MakeLoade
     assert loader_module.DEFAULT_FUNCTION == "render"
 
 
+# -- templates from strings ----------------------------------------------------------------
+
+
+def test_from_string_imports_relative_to_the_search_path(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    loader = make_loader(*site)
+    template = loader.from_string(
+        "from .layout import page\ndef render [html] (name):\n    page('Hi', '<b>%s</b>' % name)\n"
+    )
+    assert template.render({"name": "<x>"}) == "<title>Hi</title><main><b>&lt;x&gt;</b></main>"
+    assert template.module is not None and template.module.__name__.startswith(loader.package)
+    assert template.module.__name__ not in sys.modules  # nothing to import it by
+    two = "def render [html] ():\n    'a'\ndef side [html] ():\n    'b'\n"
+    side = loader.from_string(two, "side")
+    assert side.render() == "b"
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("def other [html] ():\n    'x'\n", "no template 'render'"),
+        ("def render():\n    return '<x>'\n", "ordinary function"),
+        ("from .layout import page as render\n", "imported from layout.ptl"),
+        ("render = 'text'\n", "is a str"),
+    ],
+)
+def test_from_string_follows_the_rules_for_files(
+    source: str, reason: str, site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    with pytest.raises(TemplateNotFound, match=reason):
+        make_loader(*site).from_string(source)
+
+
+def test_from_string_syntax_errors_are_located(tmp_path: Path, make_loader: MakeLoader) -> None:
+    with pytest.raises(SyntaxError) as info:
+        make_loader(tmp_path).from_string("def render [html] ():\n    if x\n", filename="<t>")
+    assert (info.value.filename, info.value.lineno) == ("<t>", 2)
+
+
 # -- file names that are not Python identifiers ------------------------------------------
 
 

@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import CodeType, FrameType, ModuleType
+from types import CodeType, FrameType
 from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -43,7 +43,6 @@ from django.utils.functional import cached_property
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
-from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
@@ -118,16 +117,15 @@ class PTLTemplates(BaseEngine):
 
     def from_string(self, template_code: str) -> Template:
         """A template from PTL source: its ``render`` template (relative imports start at DIRS)."""
-        module = ModuleType(f"{self.loader.package}.<string>")
-        module.__package__ = self.loader.package
         try:
-            exec(compile_ptl(template_code, "<string>"), module.__dict__)
+            template = self.loader.from_string(template_code)
         except SyntaxError as exc:
             raise _syntax_error(exc, template_code) from exc
-        function = getattr(module, ptl_loader.DEFAULT_FUNCTION, None)
-        if not callable(function):
-            raise TemplateSyntaxError("PTL source for from_string() must define a render template")
-        return Template(ptl_loader.Template("<string>", "<string>", function), self, template_code)
+        except ptl_loader.TemplateNotFound as exc:
+            raise TemplateSyntaxError(
+                f"PTL source for from_string() must define a render template: {exc.reason}"
+            ) from None
+        return Template(template, self, template_code)
 
     def reset(self) -> None:
         """Forget every compiled template (the next lookup reads the files again).
