@@ -126,7 +126,7 @@ def base_env() -> dict[str, str]:
 
 
 def cgi_env() -> dict[str, str]:
-    """A CGI/1.1 environment as a web server builds it (see tests/test_cgi.py)."""
+    """A CGI/1.1 environment as a web server builds it (see tests/test_cgiapp.py)."""
     return {
         "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
         "PYTHONPATH": str(PTL_WSGI_ROOT),
@@ -176,7 +176,7 @@ def candidates(tmp: Path) -> list[Candidate]:
         modules = [bare_python, "-c", code + modules_epilogue()]
         result.append(Candidate(name, command, base_env(), expect, modules, tmp, BARE_PASS))
 
-    # Two copies of the script: one precompiled, one not (python -m ptl_wsgi.cgi
+    # Two copies of the script: one precompiled, one not (python -m ptl_wsgi.cgiapp
     # reads a script's cache but never writes it).
     for name, precompiled in ((CGI_CACHED, True), (CGI_COMPILED, False)):
         cgi_bin = tmp / ("cgi-cached" if precompiled else "cgi-compiled")
@@ -188,9 +188,9 @@ def candidates(tmp: Path) -> list[Candidate]:
             compile_command = [sys.executable, "-m", "ptl_wsgi", "compile", "-q", str(script)]
             subprocess.run(compile_command, env=base_env(), cwd=tmp, check=True)
         env = cgi_env()
-        # What the #! line runs (python -m ptl_wsgi.cgi SCRIPT), then the module check.
+        # What the #! line runs (python -m ptl_wsgi.cgiapp SCRIPT), then the module check.
         check = (
-            "import sys\nfrom ptl_wsgi.cgi import main\nmain([sys.argv[1]])" + modules_epilogue()
+            "import sys\nfrom ptl_wsgi.cgiapp import main\nmain([sys.argv[1]])" + modules_epilogue()
         )
         modules = [sys.executable, "-c", check, str(script)]
         result.append(Candidate(name, [str(script)], env, "Hello, &lt;x&gt;!", modules, tmp))

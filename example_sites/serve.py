@@ -149,9 +149,9 @@ def wsgi_site(data_dir: Path | None) -> Site:
 
 
 def cgi_site() -> Site:
-    from ptl_wsgi.cgi import CGIGateway
+    from ptl_wsgi.cgiapp import CGIGateway
 
-    # The script's #! line runs `python3 -m ptl_wsgi.cgi`: this Python must come first.
+    # The script's #! line runs `python3 -m ptl_wsgi.cgiapp`: this Python must come first.
     gateway = CGIGateway(CGI_SCRIPT, env={"PATH": f"{sys.prefix}/bin:/usr/bin:/bin"})
     return Site(
         "cgi",

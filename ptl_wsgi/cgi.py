@@ -1,36 +1,22 @@
-"""One-file CGI applications.
+"""Deprecated: the old name of :mod:`ptl_wsgi.cgiapp`, to be removed in 0.3.
 
-:func:`run_cgi` serves a view, a WSGI application or a :class:`Directory`
-once, in the CGI environment the web server set up (through the standard
-library's :class:`wsgiref.handlers.CGIHandler`).
-
-``python -m ptl_wsgi.cgi SCRIPT`` runs SCRIPT as a PTL module named
-``__main__``, so a single executable file can hold templates and all::
-
-    #!/usr/bin/env -S python3 -m ptl_wsgi.cgi
-    from ptl_wsgi.cgi import run_cgi
-
-    def page [html] (request):
-        "<p>Hello, %s</p>" % request.args.get("name", "world")
-
-    if __name__ == "__main__":
-        run_cgi(page)
+Kept for one release because 0.1.0's CGI scripts name it in their ``#!``
+line (``python3 -m ptl_wsgi.cgi``) and a script that cannot start is a 500 on
+a live server.  It was renamed because it shares its name with the standard
+library's ``cgi`` module (which any ``import cgi`` from inside this folder, or
+a run of this file, would get instead).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import warnings
 
-from ptl_wsgi.headers import HeaderError, check_header, check_status, split_lines
-
-if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+from ptl_wsgi.cgiapp import CGIGateway, as_wsgi_app, main, run_cgi, run_script
 
 __all__ = ["CGIGateway", "as_wsgi_app", "main", "run_cgi", "run_script"]
 
+<<<<<<< HEAD
 
 def as_wsgi_app(app_or_view: Any, *, debug: bool | None = None) -> WSGIApplication:
     """A WSGI application for a view ``f(request)``, a Directory, or a WSGI app."""
@@ -232,6 +218,16 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("The CGI script failed to start; the details are in the server's error log.")
     return 0
 
+=======
+warnings.warn(
+    "ptl_wsgi.cgi is deprecated and will be removed in 0.3: use ptl_wsgi.cgiapp "
+    "(in a script's #! line: python3 -m ptl_wsgi.cgiapp)",
+    DeprecationWarning,
+    # Run as `python -m ptl_wsgi.cgi`, this module is __main__, where Python shows
+    # DeprecationWarning by default; imported, the warning names the importer.
+    stacklevel=1 if __name__ == "__main__" else 2,
+)
+>>>>>>> house
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -54,6 +54,7 @@ __all__ = [
     "install",
     "install_for",
     "load_module_from_path",
+    "module_from_source",
     "precompile",
     "uninstall_for",
 ]
@@ -134,7 +135,14 @@ def _write_cache(path: str, source: bytes, mode: int, code: CodeType) -> None:
 
 
 class PtlLoader(SourceFileLoader):
-    """Loads a ``.ptl`` file; ``get_source``/``get_data`` come from SourceFileLoader."""
+    """Loads a ``.ptl`` file; ``get_source``/``get_data`` come from SourceFileLoader.
+
+    With *write_cache* false the bytecode cache is read but never written.
+    """
+
+    def __init__(self, fullname: str, path: str, *, write_cache: bool = True) -> None:
+        super().__init__(fullname, path)
+        self.write_cache = write_cache
 
     # (Not the base's static method: a PTL loader compiles text, not ASTs, and it is
     # an instance method as in SourceLoader, which calls it on self.)
@@ -148,7 +156,9 @@ class PtlLoader(SourceFileLoader):
         """The module's code, from the cache when it matches the source, else compiled."""
         source_path = self.get_filename(fullname)
         try:
-            return _cached_code(source_path, self.get_data(source_path), self.source_to_code)
+            return _cached_code(
+                source_path, self.get_data(source_path), self.source_to_code, self.write_cache
+            )
         except SyntaxError as exc:
             # What lies below is the compiler's machinery (its thread, ast.parse); the
             # error itself names the .ptl file, line and column.  Like Jinja2's rewriting.
@@ -199,8 +209,8 @@ def code_for_path(path: str | os.PathLike[str], *, write: bool = True) -> CodeTy
     return _cached_code(source_path, source, _compile, write)
 
 
-def _spec(fullname: str, path: str) -> ModuleSpec:
-    spec = ModuleSpec(fullname, PtlLoader(fullname, path), origin=path)
+def _spec(fullname: str, path: str, write_cache: bool = True) -> ModuleSpec:
+    spec = ModuleSpec(fullname, PtlLoader(fullname, path, write_cache=write_cache), origin=path)
     spec.has_location = True
     spec.cached = cache_path(path)
     return spec
@@ -322,13 +332,19 @@ def uninstall_for(package: str) -> None:
     _package_finder.packages.discard(package)
 
 
-def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> ModuleType:
+def load_module_from_path(
+    path: str | os.PathLike[str], module_name: str, *, write_cache: bool = True
+) -> ModuleType:
     """Import the .ptl file at *path* as *module_name* (added to ``sys.modules``).
 
-    Uses the same bytecode cache as ``import``; the finder need not be installed.
+    Uses the same bytecode cache as ``import`` (only read if *write_cache* is
+    false); the finder need not be installed.  The source is read as bytes, so
+    a coding cookie is honoured.  If the module fails, ``sys.modules`` gets
+    back what it held under *module_name* before (``__main__``, say).
     """
-    spec = _spec(module_name, os.path.abspath(path))
+    spec = _spec(module_name, os.path.abspath(path), write_cache)
     module = module_from_spec(spec)
+    previous = sys.modules.get(module_name)
     sys.modules[module_name] = module
     loader = spec.loader
     assert loader is not None  # for type checkers: _spec gives it a PtlLoader
@@ -336,8 +352,31 @@ def load_module_from_path(path: str | os.PathLike[str], module_name: str) -> Mod
         loader.exec_module(module)
     except BaseException:
         if sys.modules.get(module_name) is module:
-            del sys.modules[module_name]
+            if previous is None:
+                del sys.modules[module_name]
+            else:
+                sys.modules[module_name] = previous
         raise
+    return module
+
+
+def module_from_source(
+    source: str | bytes, module_name: str, *, filename: str = "<string>"
+) -> ModuleType:
+    """A new module named *module_name*, holding the PTL *source* run as its code.
+
+    For templates made from strings: the module is not put in ``sys.modules``
+    and its code is not cached; relative imports start at the package the name
+    is in.  Raises SyntaxError (located at *filename*) for invalid PTL.
+    """
+    spec = ModuleSpec(module_name, None, origin=filename)
+    module = module_from_spec(spec)
+    module.__file__ = filename
+    try:
+        code = _compile(source, filename)
+    except SyntaxError as exc:
+        raise exc.with_traceback(None) from None  # as PtlLoader.get_code: no compiler frames
+    exec(code, module.__dict__)
     return module
 
 

@@ -52,6 +52,9 @@ __all__ = [
 #: The template a name without ``:function`` refers to.
 DEFAULT_FUNCTION = "render"
 _SUFFIX = ".ptl"
+# The module name (in a loader's package) of templates made from strings: no file
+# name escapes to it (see _module_part), so it never stands for a file's module.
+_STRING_MODULE = "<string>"
 _counter = itertools.count()
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -109,12 +112,20 @@ class Template:
     :class:`TemplateArgumentError` naming the template and the parameter.
     """
 
-    __slots__ = ("name", "filename", "function", "_accepted", "_required")
+    __slots__ = ("name", "filename", "function", "module", "_accepted", "_required")
 
-    def __init__(self, name: str, filename: str, function: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        filename: str,
+        function: Callable[..., Any],
+        module: ModuleType | None = None,
+    ) -> None:
         self.name = name
         self.filename = filename
         self.function = function
+        #: The module the template was loaded from, where the loader knows it.
+        self.module = module
         self._accepted, self._required = _keyword_parameters(function)
 
     def render(self, context: Mapping[str, Any] | None = None) -> str | Iterator[Any]:
@@ -164,6 +175,11 @@ class Loader:
     already loaded from these directories and reloads them all when one has
     changed (so an edit to an imported layout is picked up too); with it off,
     a cached template costs one dict lookup and no ``stat()``.
+
+    A reload never replaces a good template with a broken one: a file caught
+    half-written (an editor saving in place) or saved with an error keeps its
+    last good version, with a warning on the ``ptl_wsgi.loader`` logger, until
+    it loads again.  A template that never loaded raises the error.
     """
 
     def __init__(self, search_path: Iterable[str | os.PathLike[str]], auto_reload: bool = False):
@@ -172,6 +188,10 @@ class Loader:
         self.package = f"_ptl_templates_{next(_counter)}"
         self._templates: dict[str, Template] = {}
         self._mtimes: dict[str, tuple[int, int] | None] = {}
+        # The last version of each template and module that loaded, for a reload that fails.
+        self._last_good: dict[str, Template] = {}
+        self._last_good_modules: dict[str, ModuleType] = {}
+        self._kept_modules: dict[str, ModuleType] = {}
         self._lock = RLock()
         self._install_package()
 
@@ -196,7 +216,7 @@ class Loader:
             with self._lock:
                 template = self._templates.get(name)
                 if template is None:
-                    template = self._load(name)
+                    template = self._load_or_keep(name)
                     self._templates[name] = template
         return template
 
@@ -216,7 +236,47 @@ class Loader:
         if filename is None:
             raise TemplateNotFound(path, self.places(relative))
         with self._lock:
-            return self._import(relative, filename)
+            kept = self._kept_modules.get(relative)
+            if kept is not None:
+                return kept
+            try:
+                return self._import(relative, filename)
+            except Exception as exc:
+                good = self._last_good_modules.get(self._module_name(relative))
+                if good is None:
+                    raise
+                self._keep(path, exc)
+                self._kept_modules[relative] = good
+                return good
+
+    def from_string(
+        self, source: str, function: str = DEFAULT_FUNCTION, *, filename: str = "<string>"
+    ) -> Template:
+        """The template *function* of PTL *source*, as if it were a file in the search path.
+
+        Its relative imports reach this loader's templates (``from .layout import
+        page``); the same rules as for files say what is a template.  Nothing is
+        cached: each call compiles *source*.  Raises SyntaxError for invalid PTL
+        (located at *filename*) and :class:`TemplateNotFound` when *source*
+        defines no such template.
+        """
+        from ptl_wsgi.importer import module_from_source
+
+        module = module_from_source(source, f"{self.package}.{_STRING_MODULE}", filename=filename)
+        reason = self._not_a_template(module, filename, function)
+        if reason:
+            raise TemplateNotFound(f"{filename}:{function}", reason=reason)
+        return Template(filename, filename, module.__dict__[function], module)
+
+    def reload(self) -> None:
+        """Forget every loaded module: the next lookup reads the files again.
+
+        As with ``auto_reload``, a template that then fails to load keeps its
+        last good version.  Django's autoreloader calls this (the engine's
+        ``reset()``) when a ``.ptl`` file changes.
+        """
+        with self._lock:
+            self._purge()
 
     def find(self, path: str) -> str | None:
         """The file that the template file name *path* refers to, or None."""
@@ -247,6 +307,8 @@ class Loader:
 
         with self._lock:
             self._purge()
+            self._last_good.clear()
+            self._last_good_modules.clear()
             sys.modules.pop(self.package, None)
             uninstall_for(self.package)
 
@@ -266,6 +328,43 @@ class Loader:
             )
         return os.path.join(*parts)
 
+    def _load_or_keep(self, name: str) -> Template:
+        """:meth:`_load`, or the last good version of *name* if its file still
+        exists but no longer loads (the one reload policy of every integration)."""
+        try:
+            template = self._load(name)
+        except Exception as exc:
+            good = self._last_good.get(name)
+            # Never loaded: nothing to keep.  Its file gone: a deliberate removal.
+            if good is None or self.find(split_name(name)[0]) is None:
+                raise
+            self._keep(name, exc)
+            return good
+        self._last_good[name] = template
+        return template
+
+    def _keep(self, name: str, exc: Exception) -> None:
+        """Say that *name* keeps its last good version because loading failed with *exc*."""
+        # Watch every template file the failure went through, one that was never
+        # loaded before included, so that fixing it is seen as a change.
+        files = [exc.filename] if isinstance(exc, SyntaxError) and exc.filename else []
+        tb = exc.__traceback__
+        while tb is not None:
+            files.append(tb.tb_frame.f_code.co_filename)
+            tb = tb.tb_next
+        for file in files:
+            if file.endswith(_SUFFIX) and any(
+                file.startswith(directory + os.sep) for directory in self.search_path
+            ):
+                self._mtimes.setdefault(file, _stat(file))
+        import logging  # here: a process whose templates load never needs it
+
+        logging.getLogger(__name__).warning(
+            "%s does not load (%s); serving its last good version until it does",
+            name,
+            _describe_error(exc),
+        )
+
     def _load(self, name: str) -> Template:
         path, function_name = split_name(name)
         relative = self._check_relative(name, path)
@@ -278,7 +377,7 @@ class Loader:
         reason = self._not_a_template(module, path, function_name)
         if reason:
             raise TemplateNotFound(name, [filename], reason=reason)
-        return Template(name, filename, module.__dict__[function_name])
+        return Template(name, filename, module.__dict__[function_name], module)
 
     def _not_a_template(self, module: ModuleType, path: str, attr: str) -> str:
         """Why *attr* of *module* is not a public template defined there ("" if it is)."""
@@ -350,11 +449,20 @@ class Loader:
         part = _module_part(file[: -len(_SUFFIX)])
         name = f"{parent_name}.{part}"
         module = sys.modules.get(name)
-        if module is None:
-            module = load_module_from_path(filename, name)
-            setattr(parent, part, module)
-        self._record_files()
+        try:
+            if module is None:
+                module = load_module_from_path(filename, name)
+                setattr(parent, part, module)
+        finally:
+            # Even on failure: the modules it imported before failing are watched too.
+            self._record_files()
         return module
+
+    def _module_name(self, relative: str) -> str:
+        """The module name :meth:`_import` gives the file *relative*."""
+        *directories, file = relative.split(os.sep)
+        parts = [_module_part(part) for part in directories]
+        return ".".join([self.package, *parts, _module_part(file[: -len(_SUFFIX)])])
 
     def _own_modules(self) -> list[ModuleType]:
         prefix = self.package + "."
@@ -384,8 +492,11 @@ class Loader:
     def _purge(self) -> None:
         prefix = self.package + "."
         for name in [n for n in sys.modules if n.startswith(prefix)]:
-            del sys.modules[name]
+            module = sys.modules.pop(name)
+            if getattr(module, "__file__", None):
+                self._last_good_modules[name] = module
         self._templates.clear()
+        self._kept_modules.clear()
         self._mtimes.clear()
         import importlib  # here: a one-shot process never purges
 
@@ -449,6 +560,13 @@ def _module_part(part: str) -> str:
     return "-" + "".join(
         c if c.isascii() and (c.isalnum() or c == "_") else f"-{ord(c):x}-" for c in part
     )
+
+
+def _describe_error(exc: Exception) -> str:
+    """*exc* in one line; a syntax error as ``file:line:col: message``."""
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}:{exc.offset}: {exc.msg}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _stat(path: str) -> tuple[int, int] | None:

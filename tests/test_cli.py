@@ -156,6 +156,32 @@ def test_dev_server_serves_only_templates(tmp_path: Path) -> None:
         app.loader.close()
 
 
+def test_dev_server_keeps_the_last_good_page_of_a_half_written_template(tmp_path: Path) -> None:
+    import os
+
+    from werkzeug.test import Client
+
+    from ptl_wsgi.devserver import template_app
+
+    page = tmp_path / "page.ptl"
+    page.write_text('def render [html] ():\n    "<p>one</p>"\n')
+    app = template_app(str(tmp_path))
+    try:
+        client = Client(app)
+        assert client.get("/page").text == "<p>one</p>"
+        for source, expected in [
+            ('def render [html] ():\n    "<p>tw', "<p>one</p>"),  # caught half-way
+            ('def render [html] ():\n    "<p>two</p>"\n', "<p>two</p>"),
+        ]:
+            stamp = page.stat().st_mtime_ns + 2_000_000_000
+            page.write_text(source)
+            os.utime(page, ns=(stamp, stamp))
+            response = client.get("/page")
+            assert (response.status_code, response.text) == (200, expected)
+    finally:
+        app.loader.close()
+
+
 def test_render_command_resolves_only_templates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

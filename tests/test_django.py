@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
 import subprocess
@@ -631,6 +632,41 @@ def test_auto_reload_picks_up_edits(tmp_engine, tmp_path):
     assert tmp_engine.get_template("page.ptl").render() == "two, longer"
 
 
+def test_a_half_written_template_keeps_the_last_good_version(tmp_engine, tmp_path, caplog):
+    page = tmp_path / "page.ptl"
+    page.write_text("def render [html] ():\n    '<p>one</p>'\n")
+    assert tmp_engine.get_template("page.ptl").render() == "<p>one</p>"
+    caplog.set_level(logging.WARNING, logger="ptl_wsgi.loader")
+    page.write_text("def render [html] ():\n    '<p>tw")  # caught half-way through a save
+    assert tmp_engine.get_template("page.ptl").render() == "<p>one</p>"
+    assert any("page.ptl" in r.getMessage() for r in caplog.records if r.name == "ptl_wsgi.loader")
+    page.write_text("def render [html] ():\n    '<p>two, longer</p>'\n")
+    assert tmp_engine.get_template("page.ptl").render() == "<p>two, longer</p>"
+
+
+def test_autoreloader_reset_keeps_the_last_good_version(tmp_path, settings):
+    # runserver's autoreloader: file_changed resets the engine, auto_reload or not.
+    settings.TEMPLATES = [
+        *settings.TEMPLATES,
+        {
+            "BACKEND": "ptl_wsgi.contrib.django.PTLTemplates",
+            "NAME": "ptl_reset",
+            "DIRS": [tmp_path],
+        },
+    ]
+    engine = engines["ptl_reset"]
+    assert engine.auto_reload is False
+    page = tmp_path / "page.ptl"
+    page.write_text("def render [html] ():\n    '<p>one</p>'\n")
+    assert engine.get_template("page.ptl").render() == "<p>one</p>"
+    page.write_text("def render [html] ():\n    '<p>tw")
+    file_changed.send(sender=None, file_path=page)
+    assert engine.get_template("page.ptl").render() == "<p>one</p>"
+    page.write_text("def render [html] ():\n    '<p>two</p>'\n")
+    file_changed.send(sender=None, file_path=page)
+    assert engine.get_template("page.ptl").render() == "<p>two</p>"
+
+
 def test_autoreloader_watches_ptl_files_in_every_directory(engine):
     class Reloader:
         watched: list[tuple[str, str]] = []
@@ -645,10 +681,10 @@ def test_autoreloader_watches_ptl_files_in_every_directory(engine):
 
 def test_changed_ptl_file_resets_the_engine_instead_of_restarting(engine):
     template = APP_TEMPLATES / "testapp" / "about.ptl"
-    before = engine.loader
+    before = engine.get_template("testapp/about.ptl").template
     results = file_changed.send(sender=None, file_path=template)
     assert any(result for _receiver, result in results)
-    assert engine.loader is not before
+    assert engine.get_template("testapp/about.ptl").template is not before  # read again
     assert engine.get_template("testapp/about.ptl").render({"view": 1}).startswith("<p>int")
     outside = Path(sys.prefix) / "elsewhere.ptl"
     assert not any(r for _, r in file_changed.send(sender=None, file_path=outside))

@@ -140,7 +140,7 @@ def test_runs_standalone(db):
 
 
 def test_cgi_example_runs_as_a_cgi_program(tmp_path):
-    """The CGI example end to end (more in test_cgi.py, including behind lighttpd)."""
+    """The CGI example end to end (more in test_cgiapp.py, including behind lighttpd)."""
     script = tmp_path / "hello.cgi"
     shutil.copy(ROOT / "example_sites" / "cgi" / "hello.cgi", script)
     script.chmod(0o755)

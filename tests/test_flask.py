@@ -376,6 +376,26 @@ def test_auto_reload_follows_flask(
     assert client.get("/page.ptl").text == ("new" if reloads else "old")
 
 
+def test_a_half_written_template_keeps_the_last_good_page(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    page = tmp_path / "page.ptl"
+    write(page, 'def render [html] ():\n    "<p>good</p>"\n')
+    app = make_app(tmp_path)
+    PTL(app)
+    app.debug = True  # auto-reload, as under `flask run --debug`
+    add_view(app, "page.ptl")
+    client = app.test_client()
+    assert client.get("/page.ptl").text == "<p>good</p>"
+    caplog.set_level(logging.WARNING, logger="ptl_wsgi.loader")
+    write(page, 'def render [html] ():\n    "<p>ne')  # caught half-way through a save
+    response = client.get("/page.ptl")
+    assert (response.status_code, response.text) == (200, "<p>good</p>")
+    assert any("page.ptl" in r.getMessage() for r in caplog.records if r.name == "ptl_wsgi.loader")
+    write(page, 'def render [html] ():\n    "<p>new</p>"\n')
+    assert client.get("/page.ptl").text == "<p>new</p>"
+
+
 # -- streaming ----------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from wsgiref.validate import validator
 import pytest
 from servers import fetch, serve_in_thread
 
-from ptl_wsgi.cgi import CGIGateway
+from ptl_wsgi.cgiapp import CGIGateway
 from ptl_wsgi.headers import HeaderError, check_header, check_status, split_lines
 from ptl_wsgi.wsgi import Response, view
 
@@ -99,7 +99,7 @@ def test_run_cgi_refuses_a_header_taken_from_the_query(tmp_path):
     script = tmp_path / "page.cgi"
     script.write_text(
         f"#!{sys.executable}\n"
-        "from ptl_wsgi.cgi import run_cgi\n"
+        "from ptl_wsgi.cgiapp import run_cgi\n"
         "from ptl_wsgi.wsgi import Response\n"
         "run_cgi(lambda request: Response('ok', headers={'X-Name': request.args['name']}))\n"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 import textwrap
@@ -271,19 +272,125 @@ def test_edited_imported_file_is_recompiled(
     assert loader.render("blog/post.ptl", context) == "<h1>P</h1>"
 
 
-def test_broken_edit_raises_then_fixed_edit_renders(
+def write_in_place(path: Path, source: str) -> Path:
+    """Overwrite *path* the way some editors save: truncated, then written, same inode.
+
+    The mtime moves two seconds on, as in :func:`write`, so the change is seen.
+    """
+    before = path.stat().st_mtime_ns
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    later = max(before + 2_000_000_000, path.stat().st_mtime_ns)
+    os.utime(path, ns=(later, later))
+    return path
+
+
+def test_a_broken_file_never_loaded_raises_with_its_location(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    page = write(tmp_path / "page.ptl", 'def render [html] ()\n    "one"\n')
+    loader = make_loader(tmp_path, auto_reload=True)
+    with pytest.raises(SyntaxError) as info:
+        loader.render("page.ptl")
+    assert info.value.filename == str(page.resolve())
+    assert info.value.lineno == 1
+    write(page, 'def render [html] ():\n    "fixed"\n')
+    assert loader.render("page.ptl") == "fixed"
+
+
+GOOD_PAGE = (
+    'from .layout import frame\n\ndef render [html] (title):\n    frame("<h1>%s</h1>" % title)\n'
+)
+# Prefixes of a save caught half-way, each failing differently: nothing yet (the
+# file compiles, but defines no template), a syntax error, an import that fails
+# while the module runs.
+HALF_WRITTEN = {
+    "empty": "",
+    "syntax": GOOD_PAGE[: GOOD_PAGE.index(":\n") - 3],
+    "import": "from .layout import fra\n",
+}
+
+
+@pytest.mark.parametrize("half", sorted(HALF_WRITTEN))
+def test_a_half_written_file_keeps_the_last_good_version(
+    half: str, tmp_path: Path, make_loader: MakeLoader, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(tmp_path / "layout.ptl", 'def frame [html] (body):\n    "<main>%s</main>" % body\n')
+    page = write(tmp_path / "page.ptl", GOOD_PAGE)
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl", {"title": "<x>"}) == "<main><h1>&lt;x&gt;</h1></main>"
+    caplog.set_level(logging.WARNING, logger="ptl_wsgi.loader")
+    write_in_place(page, HALF_WRITTEN[half])
+    for _ in range(3):
+        assert loader.render("page.ptl", {"title": "t"}) == "<main><h1>t</h1></main>"
+    warnings = [r for r in caplog.records if r.name == "ptl_wsgi.loader"]
+    assert len(warnings) == 1, warnings  # once per failed version, not once per request
+    message = warnings[0].getMessage()
+    assert "page.ptl" in message and "last good version" in message
+    if half == "syntax":
+        assert f"{page.resolve()}:3:" in message  # where the file fails
+    write_in_place(page, GOOD_PAGE.replace("<h1>", "<h2>").replace("</h1>", "</h2>"))
+    assert loader.render("page.ptl", {"title": "t"}) == "<main><h2>t</h2></main>"
+
+
+def test_a_half_written_imported_file_keeps_the_last_good_version(
+    tmp_path: Path, make_loader: MakeLoader, caplog: pytest.LogCaptureFixture
+) -> None:
+    layout = write(
+        tmp_path / "layout.ptl", 'def frame [html] (body):\n    "<main>%s</main>" % body\n'
+    )
+    write(tmp_path / "page.ptl", GOOD_PAGE)
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl", {"title": "t"}) == "<main><h1>t</h1></main>"
+    caplog.set_level(logging.WARNING, logger="ptl_wsgi.loader")
+    write_in_place(layout, 'def frame [html] (body):\n    "<div>%s</div>" %')
+    assert loader.render("page.ptl", {"title": "t"}) == "<main><h1>t</h1></main>"
+    assert any(str(layout.resolve()) in r.getMessage() for r in caplog.records)
+    assert loader.module("layout.ptl").frame("b") == "<main>b</main>"  # the module too
+    write_in_place(layout, 'def frame [html] (body):\n    "<div>%s</div>" % body\n')
+    assert loader.render("page.ptl", {"title": "t"}) == "<div><h1>t</h1></div>"
+
+
+def test_a_new_broken_import_is_watched_until_it_loads(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    # page.ptl starts importing a file the loader has never read, which is broken:
+    # fixing that file alone must be noticed.
+    write(tmp_path / "page.ptl", 'def render [html] ():\n    "one"\n')
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl") == "one"
+    parts = write(tmp_path / "parts.ptl", 'def part [html] ()\n    "two"\n')
+    write(tmp_path / "page.ptl", 'from .parts import part\ndef render [html] ():\n    part()\n')
+    assert loader.render("page.ptl") == "one"
+    write(parts, 'def part [html] ():\n    "two"\n')
+    assert loader.render("page.ptl") == "two"
+
+
+def test_a_deleted_file_is_not_found_rather_than_kept(
     tmp_path: Path, make_loader: MakeLoader
 ) -> None:
     page = write(tmp_path / "page.ptl", 'def render [html] ():\n    "one"\n')
     loader = make_loader(tmp_path, auto_reload=True)
     assert loader.render("page.ptl") == "one"
-    write(page, 'def render [html] ()\n    "two"\n')
-    with pytest.raises(SyntaxError) as info:
+    page.unlink()
+    with pytest.raises(TemplateNotFound):
         loader.render("page.ptl")
-    assert info.value.filename == str(page.resolve())
-    assert info.value.lineno == 1
-    write(page, 'def render [html] ():\n    "three"\n')
-    assert loader.render("page.ptl") == "three"
+
+
+def test_reload_forgets_modules_but_keeps_the_last_good_version(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    # What Django's autoreloader calls (through the engine's reset()), auto_reload or not.
+    page = write(tmp_path / "page.ptl", 'def render [html] ():\n    "one"\n')
+    loader = make_loader(tmp_path)
+    assert loader.render("page.ptl") == "one"
+    write_in_place(page, 'def render [html] ():\n    "tw')
+    loader.reload()
+    assert loader.render("page.ptl") == "one"
+    write_in_place(page, 'def render [html] ():\n    "two"\n')
+    assert loader.render("page.ptl") == "one"  # no auto-reload: only reload() looks again
+    loader.reload()
+    assert loader.render("page.ptl") == "two"
 
 
 def test_without_auto_reload_edits_are_ignored(
@@ -397,6 +504,61 @@ def test_concurrent_renders_while_file_is_rewritten(
     assert loader.render("page.ptl") == expected(20)
 
 
+def test_renders_while_a_file_is_saved_in_place_in_pieces(
+    tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    # An editor truncating the file and writing it in three pieces while six threads
+    # render: every render is one whole good version, never an error.  The body is one
+    # call spanning every line, so each strict prefix of a version fails to load
+    # (empty: no template; otherwise an unclosed parenthesis).
+    def version(n: int) -> str:
+        body = "\n".join(f'        "<p>{n}:{i}</p>"' for i in range(200))
+        return f"from .part import tail\n\ndef render [html] ():\n    tail({n}, (\n{body}\n    ))\n"
+
+    def expected(n: int) -> str:
+        return "".join(f"<p>{n}:{i}</p>" for i in range(200)) + f"<end>{n}</end>"
+
+    write(tmp_path / "part.ptl", 'def tail [html] (n, body):\n    body\n    "<end>%d</end>" % n\n')
+    page = write(tmp_path / "page.ptl", version(0))
+    loader = make_loader(tmp_path, auto_reload=True)
+    assert loader.render("page.ptl") == expected(0)
+    valid = {expected(n) for n in range(11)}
+    errors: list[BaseException] = []
+    bad: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                out = loader.render("page.ptl")
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            if out not in valid:
+                bad.append(out)
+
+    threads = [threading.Thread(target=reader) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    try:
+        for n in range(1, 11):
+            source = version(n)
+            third = len(source) // 3
+            with open(page, "w", encoding="utf-8") as f:
+                for start in (0, third, 2 * third):
+                    f.write(source[start : start + third] if start < 2 * third else source[start:])
+                    f.flush()
+                    time.sleep(0.003)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert not errors, errors[:3]
+    assert not bad, bad[:3]
+    write_in_place(page, version(10))  # a later mtime, whatever the clock did
+    assert loader.render("page.ptl") == expected(10)
+
+
 def test_close_forgets_the_package(site: tuple[Path, Path]) -> None:
     loader = Loader(site)
     loader.render("blog/post.ptl", {"post": "p", "author": "a"})
@@ -411,6 +573,46 @@ def test_loaders_are_independent(site: tuple[Path, Path], make_loader: MakeLoade
     assert first.render("page.ptl", {"title": "t"}) == "<h1>t</h1>"
     assert second.render("page.ptl", {"title": "t"}) == "shadowed"
     assert loader_module.DEFAULT_FUNCTION == "render"
+
+
+# -- templates from strings ----------------------------------------------------------------
+
+
+def test_from_string_imports_relative_to_the_search_path(
+    site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    loader = make_loader(*site)
+    template = loader.from_string(
+        "from .layout import page\ndef render [html] (name):\n    page('Hi', '<b>%s</b>' % name)\n"
+    )
+    assert template.render({"name": "<x>"}) == "<title>Hi</title><main><b>&lt;x&gt;</b></main>"
+    assert template.module is not None and template.module.__name__.startswith(loader.package)
+    assert template.module.__name__ not in sys.modules  # nothing to import it by
+    two = "def render [html] ():\n    'a'\ndef side [html] ():\n    'b'\n"
+    side = loader.from_string(two, "side")
+    assert side.render() == "b"
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("def other [html] ():\n    'x'\n", "no template 'render'"),
+        ("def render():\n    return '<x>'\n", "ordinary function"),
+        ("from .layout import page as render\n", "imported from layout.ptl"),
+        ("render = 'text'\n", "is a str"),
+    ],
+)
+def test_from_string_follows_the_rules_for_files(
+    source: str, reason: str, site: tuple[Path, Path], make_loader: MakeLoader
+) -> None:
+    with pytest.raises(TemplateNotFound, match=reason):
+        make_loader(*site).from_string(source)
+
+
+def test_from_string_syntax_errors_are_located(tmp_path: Path, make_loader: MakeLoader) -> None:
+    with pytest.raises(SyntaxError) as info:
+        make_loader(tmp_path).from_string("def render [html] ():\n    if x\n", filename="<t>")
+    assert (info.value.filename, info.value.lineno) == ("<t>", 2)
 
 
 # -- file names that are not Python identifiers ------------------------------------------

@@ -42,7 +42,7 @@ LAYERS: dict[str, int] = {
     "loader": 3,
     "wsgi": 4,
     **dict.fromkeys(
-        ["publish", "xmlrpc", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
+        ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
          "forms.form", "contrib.flask", "contrib.django", "contrib.django_i18n",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",
          "contrib.django_i18n.management.commands.makemessages"],
@@ -148,6 +148,20 @@ def test_no_import_cycles() -> None:
 
     for room in sorted(graph):
         visit(room, [])
+
+
+def test_only_the_importer_runs_module_code() -> None:
+    # The loader and every integration load modules through the importer (files, strings,
+    # CGI scripts): no other room builds a module by exec'ing code, or reads the cache.
+    runners = {
+        _room(path)
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("exec", "eval")
+    }
+    assert runners == {"importer"}
 
 
 # -- csp: the one CSP room, and its old home ------------------------------------------------

@@ -158,7 +158,7 @@ def test_cgi_script_runs_from_its_precompiled_cache(tmp_path: Path) -> None:
                           SERVER_NAME="localhost", SERVER_PORT="80",
                           SERVER_PROTOCOL="HTTP/1.1", SCRIPT_NAME="/hello.cgi",
                           QUERY_STRING="name=%3CBob%3E")
-        from ptl_wsgi.cgi import main
+        from ptl_wsgi.cgiapp import main
         status = main([sys.argv[1]])
         print("compiler" if "ptl_wsgi.compiler" in sys.modules else "cached", file=sys.stderr)
         sys.exit(status)

@@ -1,14 +1,14 @@
-#!/usr/bin/env -S python3 -m ptl_wsgi.cgi
+#!/usr/bin/env -S python3 -m ptl_wsgi.cgiapp
 """A one-file CGI application: templates, view and all, in PTL.
 
 Deploy: make this file executable, put it where your web server runs CGI
 programs, and make sure the first line finds a Python with ptl_wsgi installed
 (``python3`` on the server's PATH, or that Python's full path after ``-S``).
-``python -m ptl_wsgi.cgi`` compiles the file as a PTL module named __main__.
+``python -m ptl_wsgi.cgiapp`` compiles the file as a PTL module named __main__.
 """
 
 from ptl_wsgi import htmltext
-from ptl_wsgi.cgi import run_cgi
+from ptl_wsgi.cgiapp import run_cgi
 
 # The look of the other example sites, inline: a CGI program is one file.
 # Outside a template a literal is a plain str: say explicitly that this one is markup.

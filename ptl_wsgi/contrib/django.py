@@ -26,8 +26,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+<<<<<<< HEAD
 from types import CodeType, FrameType, ModuleType
 from typing import Any, Literal, TypeVar
+=======
+from types import CodeType, FrameType
+from typing import Any, TypeVar
+>>>>>>> house
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
@@ -43,7 +48,6 @@ from django.utils.functional import cached_property
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
-from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
@@ -118,21 +122,23 @@ class PTLTemplates(BaseEngine):
 
     def from_string(self, template_code: str) -> Template:
         """A template from PTL source: its ``render`` template (relative imports start at DIRS)."""
-        module = ModuleType(f"{self.loader.package}.<string>")
-        module.__package__ = self.loader.package
         try:
-            exec(compile_ptl(template_code, "<string>"), module.__dict__)
+            template = self.loader.from_string(template_code)
         except SyntaxError as exc:
             raise _syntax_error(exc, template_code) from exc
-        function = getattr(module, ptl_loader.DEFAULT_FUNCTION, None)
-        if not callable(function):
-            raise TemplateSyntaxError("PTL source for from_string() must define a render template")
-        return Template(ptl_loader.Template("<string>", "<string>", function), self, template_code)
+        except ptl_loader.TemplateNotFound as exc:
+            raise TemplateSyntaxError(
+                f"PTL source for from_string() must define a render template: {exc.reason}"
+            ) from None
+        return Template(template, self, template_code)
 
     def reset(self) -> None:
-        """Forget every compiled template (the next lookup reads the files again)."""
-        old, self.loader = self.loader, ptl_loader.Loader(self.template_dirs, self.auto_reload)
-        old.close()
+        """Forget every compiled template (the next lookup reads the files again).
+
+        A template whose file then fails to load keeps its last good version
+        (:meth:`ptl_wsgi.loader.Loader.reload`).
+        """
+        self.loader.reload()
 
 
 class Template:

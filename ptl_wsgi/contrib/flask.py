@@ -54,7 +54,6 @@ from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output
-from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.csp import (
     CSP_NONCE_KEY,
     HEADER,
@@ -565,17 +564,14 @@ def stream_template(
 
 def _from_string(app: Flask, source: str) -> PTLTemplate:
     """A template for PTL *source*'s ``render``; relative imports reach the app's templates."""
-    loader = get_loader(app)
-    module = types.ModuleType(f"{loader.package}.{_STRING_NAME}")
-    module.__package__ = loader.package
-    module.__file__ = _STRING_NAME
-    exec(compile_ptl(source, _STRING_NAME), module.__dict__)
-    function = getattr(module, _loader.DEFAULT_FUNCTION, None)
-    if not callable(function):
-        raise TemplateNotFound(
-            _STRING_NAME, reason=f"the source has no template {_loader.DEFAULT_FUNCTION!r}"
-        )
-    template = _loader.Template(_STRING_NAME, _STRING_NAME, function)
+    try:
+        template = get_loader(app).from_string(source, filename=_STRING_NAME)
+    except TemplateNotFound:
+        raise
+    except _loader.TemplateNotFound as exc:
+        raise TemplateNotFound(_STRING_NAME, reason=exc.reason) from None
+    module = template.module
+    assert module is not None
     env = app.jinja_env
     return PTLTemplate._create(env, None, _STRING_NAME, env.make_globals(None), (template, module))
 

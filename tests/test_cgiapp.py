@@ -1,4 +1,4 @@
-"""ptl_wsgi.cgi: the one-file CGI example as a CGI child process, and behind lighttpd."""
+"""ptl_wsgi.cgiapp: the one-file CGI example as a CGI child process, and behind lighttpd."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 from servers import fetch, free_port, run_process_server, serve_in_thread
 
-from ptl_wsgi.cgi import CGIGateway
+from ptl_wsgi.cgiapp import CGIGateway
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "example_sites" / "cgi" / "hello.cgi"
@@ -66,7 +66,7 @@ def script(tmp_path):
 
 def test_the_example_is_a_one_file_script_with_a_shebang():
     first_line = SCRIPT.read_text().splitlines()[0]
-    assert first_line.startswith("#!") and "ptl_wsgi.cgi" in first_line
+    assert first_line.startswith("#!") and "ptl_wsgi.cgiapp" in first_line
     assert "def page" in SCRIPT.read_text() and "[html]" in SCRIPT.read_text()
 
 
@@ -96,7 +96,7 @@ def test_errors_are_500s_without_internals(tmp_path):
     broken.write_text(
         textwrap.dedent(
             """\
-            from ptl_wsgi.cgi import run_cgi
+            from ptl_wsgi.cgiapp import run_cgi
 
             def page [html] (request):
                 raise ValueError("secret-token")
@@ -105,7 +105,7 @@ def test_errors_are_500s_without_internals(tmp_path):
             """
         )
     )
-    command = [sys.executable, "-m", "ptl_wsgi.cgi", str(broken)]
+    command = [sys.executable, "-m", "ptl_wsgi.cgiapp", str(broken)]
     status, _headers, body, stderr = run_cgi_child(command, cgi_environ())
     assert status == 500
     assert b"secret-token" not in body
@@ -138,7 +138,7 @@ def test_errors_are_500s_without_internals(tmp_path):
     ids=["wsgi-app", "view", "directory"],
 )
 def test_run_cgi_serves_apps_views_and_directories(setup):
-    code = setup + "from ptl_wsgi.cgi import run_cgi\nrun_cgi(app)\n"
+    code = setup + "from ptl_wsgi.cgiapp import run_cgi\nrun_cgi(app)\n"
     status, _headers, body, _ = run_cgi_child(
         [sys.executable, "-c", code], cgi_environ(query="q=x", PATH_INFO="/")
     )
@@ -247,3 +247,66 @@ def test_behind_lighttpd(lighttpd, script):
         status, _headers, body = fetch(url + "?name=Al", data=form)
         assert status == 200, body
         assert b"You wrote: <q>R&amp;D &lt;b&gt;</q>" in body
+
+
+# -- the script is loaded by the importer, like every .ptl module ---------------------------
+
+
+def _run_script(script: Path, prologue: str = "") -> tuple[int, bytes, str]:
+    """Run *script* as ``python -m ptl_wsgi.cgiapp`` would, after *prologue*."""
+    code = f"{prologue}\nimport sys\nfrom ptl_wsgi.cgiapp import main\nsys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", code, str(script)]
+    status, _headers, body, stderr = run_cgi_child(command, cgi_environ())
+    return status, body, stderr
+
+
+HELLO = "from ptl_wsgi.cgiapp import run_cgi\n\ndef page [html] (request):\n    '<p>%s</p>'\n"
+
+
+def test_a_script_with_a_coding_cookie_is_decoded_by_it(tmp_path):
+    script = tmp_path / "latin.cgi"
+    source = "# -*- coding: latin-1 -*-\n" + HELLO % "caf\xe9" + "run_cgi(page)\n"
+    script.write_bytes(source.encode("latin-1"))
+    status, body, stderr = _run_script(script)
+    assert (status, body) == (200, "<p>café</p>".encode()), stderr
+
+
+def test_a_precompiled_script_runs_from_its_cache_and_none_is_written(tmp_path):
+    from ptl_wsgi.importer import cache_path, precompile
+
+    cached, uncached = tmp_path / "cached.cgi", tmp_path / "uncached.cgi"
+    for script in (cached, uncached):
+        script.write_text(HELLO % script.stem + "run_cgi(page)\n")
+    precompile(cached)
+    # With the compiler made unimportable, only the cache can give the code.
+    no_compiler = "import sys; sys.modules['ptl_wsgi.compiler'] = None"
+    status, body, stderr = _run_script(cached, no_compiler)
+    assert (status, body) == (200, b"<p>cached</p>"), stderr
+    status, body, stderr = _run_script(uncached)
+    assert (status, body) == (200, b"<p>uncached</p>"), stderr
+    assert not Path(cache_path(str(uncached))).exists()  # a run never writes a cache
+
+
+def test_the_script_is_the_main_module(tmp_path):
+    # As under `python script.py`: pickle finds the script's classes in sys.modules["__main__"].
+    script = tmp_path / "main.cgi"
+    script.write_text(
+        "import pickle, sys\n"
+        "from ptl_wsgi.cgiapp import run_cgi\n\n"
+        "class Point:\n    x = 1\n\n"
+        "def page [html] (request):\n"
+        "    '<p>%s %s</p>' % (pickle.loads(pickle.dumps(Point())).x,\n"
+        "                      sys.modules['__main__'].__file__ == __file__)\n\n"
+        "if __name__ == '__main__':\n    run_cgi(page)\n"
+    )
+    status, body, stderr = _run_script(script)
+    assert (status, body) == (200, b"<p>1 True</p>"), stderr
+
+
+def test_the_old_module_name_still_runs_a_script_and_warns(tmp_path):
+    script = tmp_path / "old.cgi"
+    script.write_text("from ptl_wsgi.cgi import run_cgi\n" + HELLO % "old" + "run_cgi(page)\n")
+    command = [sys.executable, "-m", "ptl_wsgi.cgi", str(script)]
+    status, _headers, body, stderr = run_cgi_child(command, cgi_environ())
+    assert (status, body) == (200, b"<p>old</p>"), stderr
+    assert "DeprecationWarning" in stderr and "ptl_wsgi.cgiapp" in stderr
