@@ -12,8 +12,10 @@ from __future__ import annotations
 from ptl_wsgi.html import (
     ACCELERATOR_STATUS,
     IMPLEMENTATION,
+    H,
     TemplateIO,
     htmlescape,
+    htmlformat,
     htmltext,
     stringify,
 )
@@ -31,11 +33,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ACCELERATOR_STATUS",
+    "H",
     "IMPLEMENTATION",
     "TemplateIO",
     "__version__",
     "compile_ptl",
     "htmlescape",
+    "htmlformat",
     "htmltext",
     "install",
     "parse_ptl",

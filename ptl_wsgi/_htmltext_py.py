@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 _new_str = str.__new__
 
+#: htmlescape, html_join and TemplateIO take a t-string's Template as markup.
+TEMPLATE_SOURCES = True
+
 # The final public class, registered by ptl_wsgi.html once it is built.
 _htmltext: type = str
 
@@ -39,6 +42,10 @@ def register(cls: type) -> None:
 
 def escape_str(s: str) -> str:
     """Escape ``& < > " '`` in *s*; return *s* itself when nothing needs it."""
+    if type(s) is not str:
+        # A str subclass (from a __str__ or __format__) could answer "in" and
+        # replace() as it likes: escape its characters, as a plain str.
+        s = str.__str__(s)
     if "&" in s:
         s = s.replace("&", "&amp;")
     if "<" in s:
@@ -62,6 +69,92 @@ def markup_of(value: Any) -> str:
     return escape_str(str(value))
 
 
+def _source_markup(value: Any) -> str:
+    """:func:`markup_of` for a markup source: a t-string's ``Template`` is markup too.
+
+    What ``htmlescape``, ``html_join`` and ``TemplateIO`` take, with
+    :func:`htmlformat`'s meaning for a ``Template``.
+    """
+    if type(value) is str:
+        return escape_str(value)
+    html = getattr(value, "__html__", None)
+    if html is not None:
+        return str(html())
+    if type(value).__name__ == "Template" and type(value) is _template_type():
+        return _template_markup(value)
+    return escape_str(str(value))
+
+
+# -- t-strings (PEP 750, Python 3.14+) ------------------------------------------
+
+_templatelib: list[Any] = []  # [Template] once string.templatelib is imported
+
+
+def _template_type() -> Any:
+    """``string.templatelib.Template``, or None before Python 3.14.
+
+    Imported on first need, not with this module: a process that never meets
+    a t-string should not pay for the ``string`` package.
+    """
+    if not _templatelib:
+        try:
+            from string.templatelib import Template
+        except ImportError:
+            Template = None
+        _templatelib.append(Template)
+    return _templatelib[0]
+
+
+def _interpolation_markup(value: Any, conversion: Any, spec: Any) -> str:
+    if conversion is None and not spec:
+        if type(value).__name__ == "Template" and type(value) is _template_type():
+            return _template_markup(value)
+        if type(value) is not str:
+            html = getattr(value, "__html__", None)
+            if html is not None:
+                return str(html())
+    elif conversion is not None:
+        convert = _CONVERSIONS.get(conversion) if type(conversion) is str else None
+        if convert is None:
+            raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
+        value = convert(value)
+    return escape_str(format(value, spec))
+
+
+def _template_markup(template: Any) -> str:
+    """The markup text of a t-string: literal parts trusted, interpolations escaped.
+
+    Each interpolation is converted (``!r``, ``!s``, ``!a``), formatted with
+    its spec, and escaped; a nested ``Template`` or a markup value (one with
+    ``__html__``) with neither conversion nor spec is kept as markup.
+    Anything that is not a ``Template`` is a TypeError.
+    """
+    if type(template) is not _template_type():
+        raise TypeError(
+            f"htmlformat() argument must be a string.templatelib.Template, "
+            f"not {type(template).__name__}"
+        )
+    strings = template.strings
+    out = [strings[0]]
+    for interpolation, literal in zip(template.interpolations, strings[1:], strict=True):
+        out.append(
+            _interpolation_markup(
+                interpolation.value, interpolation.conversion, interpolation.format_spec
+            )
+        )
+        out.append(literal)
+    return "".join(out)
+
+
+def htmlformat(template: Any) -> Any:
+    """Render a t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.
+
+    The literal parts are trusted markup; each interpolation is converted,
+    formatted and escaped (see :func:`_template_markup`).
+    """
+    return _new_str(_htmltext, _template_markup(template))
+
+
 def stringify(value: Any) -> str:
     """Return *value* as a plain ``str`` (``str()``, without escaping)."""
     if type(value) is str:
@@ -70,15 +163,15 @@ def stringify(value: Any) -> str:
 
 
 def htmlescape(value: Any) -> Any:
-    """Return *value* as htmltext: escaped, unless it has ``__html__``."""
+    """Return *value* as htmltext: escaped, unless it has ``__html__`` or is a t-string."""
     if type(value) is _htmltext:
         return value
-    return _new_str(_htmltext, markup_of(value))
+    return _new_str(_htmltext, _source_markup(value))
 
 
 def html_join(parts: Iterable[Any]) -> Any:
     """Join template output as htmltext, escaping untrusted parts, skipping None."""
-    return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
+    return _new_str(_htmltext, "".join([_source_markup(p) for p in parts if p is not None]))
 
 
 def plain_join(parts: Iterable[Any]) -> str:
@@ -87,6 +180,7 @@ def plain_join(parts: Iterable[Any]) -> str:
 
 
 _CONVERTERS = {115: str, 114: repr, 97: ascii}
+_CONVERSIONS = {"s": str, "r": repr, "a": ascii}
 _SPECIAL = frozenset("&<>\"'")
 
 
@@ -558,12 +652,12 @@ class TemplateIO:
 
     def __iadd__(self, value: Any) -> TemplateIO:
         if value is not None:
-            self._parts.append(markup_of(value) if self.html else stringify(value))
+            self._parts.append(_source_markup(value) if self.html else stringify(value))
         return self
 
     def __call__(self, value: Any) -> None:
         if value is not None:
-            self._parts.append(markup_of(value) if self.html else stringify(value))
+            self._parts.append(_source_markup(value) if self.html else stringify(value))
 
     def getvalue(self) -> Any:
         text = "".join(self._parts)

@@ -114,7 +114,9 @@ def test_exports_match_the_python_twin() -> None:
             if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
         }
 
-    assert public(c) == public(_htmltext_py)
+    # htmlformat is C's on Python 3.14+ only (no Template before); ptl_wsgi.html
+    # gives a twin without one the Python twin's.
+    assert public(c) - {"htmlformat"} == public(_htmltext_py) - {"htmlformat"}
 
 
 @pytest.mark.skipif(
