@@ -45,11 +45,13 @@ from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_t
 __all__ = [
     "COMPILER_VERSION",
     "RESERVED_PREFIX",
+    "TemplateScopes",
     "compile_ptl",
     "mark_html_template",
     "mark_plain_template",
     "parse_ptl",
     "python_view",
+    "template_scopes",
 ]
 
 #: Every name the compiler generates starts with this; user code may not use it.
@@ -322,20 +324,98 @@ def _call(func: ast.expr, args: list[ast.expr], ref: ast.AST) -> ast.Call:
     return _located(ast.Call(func=func, args=args, keywords=[]), ref)
 
 
-class _Transformer(ast.NodeTransformer):
-    """Rewrites template bodies; everything else stays ordinary Python.
+class _ScopeWalker(ast.NodeTransformer):
+    """Which scope each piece of code runs in: the one place that decides it.
 
     ``self.kind`` is the innermost enclosing scope: ``"html"`` or ``"plain"``
     inside a template body, ``None`` in ordinary code (the module, classes,
-    ordinary functions and lambdas, even when nested in a template).  Rules
-    that need no rewriting (reserved names, ``yield``) are :func:`_check`'s.
+    ordinary functions and lambdas, even when nested in a template).  A def's
+    decorators run in the enclosing scope and its own kind governs its
+    defaults; a class (decorators, bases and body) and a lambda are ordinary
+    code.  Annotations, ``match`` patterns and ``type`` aliases are never
+    visited: their literals stay ``str``.  The compiler's transformer and
+    :func:`template_scopes` (for tools) both walk by these rules.
+    """
+
+    def __init__(self, templates: Templates) -> None:
+        self.templates = templates
+        self.kind: str | None = None
+
+    @contextmanager
+    def scope(self, kind: str | None) -> Iterator[None]:
+        outer, self.kind = self.kind, kind
+        try:
+            yield
+        finally:
+            self.kind = outer
+
+    def visit_list(self, nodes: list[Any]) -> list[Any]:
+        return [new for node in nodes for new in _as_list(self.visit(node))]
+
+    def visit_in(self, kind: str | None, nodes: list[Any]) -> list[Any]:
+        with self.scope(kind):
+            return self.visit_list(nodes)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        kind = self.templates.get((node.lineno, node.col_offset))
+        # Decorators run in the enclosing scope; a def's own kind governs its
+        # defaults.  Annotations are left alone: they are types, not output.
+        node.decorator_list = self.visit_in(self.kind, node.decorator_list)
+        args = node.args
+        args.defaults = self.visit_in(kind, args.defaults)
+        args.kw_defaults = [
+            None if d is None else self.visit_in(kind, [d])[0] for d in args.kw_defaults
+        ]
+        node.body = self.visit_in(kind, node.body)
+        if kind is not None:
+            self.template_done(node, kind)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def template_done(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
+        """Called after a template's body has been visited."""
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        with self.scope(None):
+            return self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        with self.scope(None):
+            return self.generic_visit(node)
+
+    # Places where a literal must stay a str: the Python grammar or the meaning
+    # of the code needs it (patterns, annotations, type aliases).
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        if node.guard is not None:
+            node.guard = self.visit(node.guard)
+        node.body = self.visit_list(node.body)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        node.target = self.visit(node.target)
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        return node
+
+    def visit_TypeAlias(self, node: ast.AST) -> ast.AST:
+        return node
+
+
+class _Transformer(_ScopeWalker):
+    """Rewrites template bodies; everything else stays ordinary Python.
+
+    Scopes are :class:`_ScopeWalker`'s.  Rules that need no rewriting
+    (reserved names, ``yield``) are :func:`_check`'s.
     """
 
     def __init__(self, templates: Templates, filename: str, lines: list[str]) -> None:
-        self.templates = templates
+        super().__init__(templates)
         self.filename = filename
         self.lines = lines
-        self.kind: str | None = None
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
@@ -350,12 +430,13 @@ class _Transformer(ast.NodeTransformer):
 
     @contextmanager
     def scope(self, kind: str | None) -> Iterator[None]:
-        outer = self.kind, self.finally_output, self.guarded
-        self.kind, self.finally_output, self.guarded = kind, None, False
+        outer = self.finally_output, self.guarded
+        self.finally_output, self.guarded = None, False
         try:
-            yield
+            with super().scope(kind):
+                yield
         finally:
-            self.kind, self.finally_output, self.guarded = outer
+            self.finally_output, self.guarded = outer
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -365,39 +446,8 @@ class _Transformer(ast.NodeTransformer):
         finally:
             self.guarded = outer
 
-    def visit_list(self, nodes: list[Any]) -> list[Any]:
-        return [new for node in nodes for new in _as_list(self.visit(node))]
-
-    def visit_in(self, kind: str | None, nodes: list[Any]) -> list[Any]:
-        with self.scope(kind):
-            return self.visit_list(nodes)
-
-    # -- scopes --------------------------------------------------------------
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        kind = self.templates.get((node.lineno, node.col_offset))
-        # Decorators run in the enclosing scope; a def's own kind governs its
-        # defaults.  Annotations are left alone: they are types, not output.
-        node.decorator_list = self.visit_in(self.kind, node.decorator_list)
-        args = node.args
-        args.defaults = self.visit_in(kind, args.defaults)
-        args.kw_defaults = [
-            None if d is None else self.visit_in(kind, [d])[0] for d in args.kw_defaults
-        ]
-        node.body = self.visit_in(kind, node.body)
-        if kind is not None:
-            self.wrap_template(node, kind)
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        with self.scope(None):
-            return self.generic_visit(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        with self.scope(None):
-            return self.generic_visit(node)
+    def template_done(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
+        self.wrap_template(node, kind)
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         first = node.body[0]
@@ -776,25 +826,88 @@ class _Transformer(ast.NodeTransformer):
                 if field.format_spec is not None:
                     self.visit_spec_fields(field.format_spec)
 
-    # Places where a literal must stay a str: the Python grammar or the meaning
-    # of the code needs it (patterns, annotations, type aliases).
-    def visit_match_case(self, node: ast.match_case) -> ast.AST:
-        if node.guard is not None:
-            node.guard = self.visit(node.guard)
-        node.body = self.visit_list(node.body)
+# -- scopes for tools: what the compiler would do, without rewriting ----------------------
+
+
+@dataclass
+class TemplateScopes:
+    """What :func:`template_scopes` found, in source order; the tree is left as it was.
+
+    Each kind is the scope's by the compiler's rules: ``"html"``, ``"plain"`` or
+    ``None`` (ordinary code).  ``literals`` are the ``str`` constants, f-strings
+    and t-strings the compiler would see in that kind (in ``"html"`` it makes
+    them ``htmltext``); literals that stay ``str`` whatever the scope
+    (annotations, ``match`` patterns, ``type`` aliases, format specs' text) and
+    the parts of an f-string are not listed.  ``outputs`` are the expression
+    statements whose value a template outputs, ``returns`` the ``return``
+    statements in template scope.
+    """
+
+    templates: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]
+    literals: list[tuple[ast.expr, str | None]]
+    outputs: list[tuple[ast.Expr, str]]
+    returns: list[tuple[ast.Return, str]]
+
+
+class _ScopeScan(_ScopeWalker):
+    def __init__(self, templates: Templates) -> None:
+        super().__init__(templates)
+        self.found = TemplateScopes([], [], [], [])
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        kind = self.templates.get((node.lineno, node.col_offset))
+        if kind is not None:
+            self.found.templates.append((node, kind))
+        return super().visit_FunctionDef(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if self.kind is not None:
+            self.found.outputs.append((node, self.kind))
+        return self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        if self.kind is not None:
+            self.found.returns.append((node, self.kind))
+        return self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if type(node.value) is str:
+            self.found.literals.append((node, self.kind))
         return node
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        node.target = self.visit(node.target)
-        if node.value is not None:
-            node.value = self.visit(node.value)
+    def visit_JoinedStr(self, node: ast.expr) -> ast.AST:
+        # As the transformer does: field values run in this scope, a spec's text stays str.
+        self.found.literals.append((node, self.kind))
+        for part in node.values:  # type: ignore[attr-defined]
+            if not isinstance(part, ast.Constant):  # FormattedValue, Interpolation
+                self.visit_field(part)
         return node
 
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        return node
+    visit_TemplateStr = visit_JoinedStr
 
-    def visit_TypeAlias(self, node: ast.AST) -> ast.AST:
-        return node
+    def visit_field(self, part: ast.AST) -> None:
+        self.visit(part.value)  # type: ignore[attr-defined]
+        spec = getattr(part, "format_spec", None)
+        for inner in spec.values if spec is not None else ():
+            if not isinstance(inner, ast.Constant):
+                self.visit_field(inner)
+
+
+def template_scopes(tree: ast.Module, templates: Templates) -> TemplateScopes:
+    """The templates, literals, outputs and returns of *tree*, scoped as the compiler scopes.
+
+    *tree* is ordinary Python (:func:`python_view`'s text, parsed; *templates*
+    its map) or another dialect whose templates the caller has found, keyed by
+    the ``(line, UTF-8 column)`` of each template's ``def`` (or ``async``).
+    """
+    scan = _ScopeScan(templates)
+    scan.visit(tree)
+    found = scan.found
+    for items in (found.templates, found.literals, found.outputs, found.returns):
+        items.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+    return found
 
 
 # -- rules checked on the parsed tree, before it is rewritten ------------------------------

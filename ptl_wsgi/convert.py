@@ -27,10 +27,9 @@ import ast
 import bisect
 import io
 import tokenize
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.compiler import compile_ptl, template_scopes
 
 __all__ = ["Conversion", "Problem", "convert_source"]
 
@@ -75,34 +74,61 @@ def _char_col(line: str, byte_col: int) -> int:
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
-class _Scan(ast.NodeVisitor):
-    """Collect templates, literals and problems, scoping as ptl_wsgi's compiler does."""
+class _Scan:
+    """Templates, literals and problems, scoped by the compiler's own rules.
+
+    Quixote marks templates with decorators, so this finds them; which scope
+    every literal and ``return`` is in is :func:`ptl_wsgi.compiler.template_scopes`'s
+    answer, so that the converter judges a literal exactly as it will compile.
+    """
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
-        self.kind: str | None = None
         self.literals: list[_Literal] = []
         self.templates: list[tuple[ast.FunctionDef, ast.Name, str]] = []
         self.warnings: list[Problem] = []
-        self.harmless: set[int] = set()  # ids of literal nodes in harmless places
         self.kept_decorator = False  # a @ptl_html left in place needs its import
 
     def pos(self, lineno: int, byte_col: int) -> Pos:
         return lineno, _char_col(self.lines[lineno - 1], byte_col)
 
-    def warn(self, node: ast.expr | ast.stmt, message: str) -> None:
+    def warn(self, node: ast.AST, message: str) -> None:
         line, col = self.pos(node.lineno, node.col_offset)
         self.warnings.append(Problem(line, col + 1, message))
 
-    def visit_in(self, kind: str | None, nodes: Sequence[ast.AST | None]) -> None:
-        outer, self.kind = self.kind, kind
-        for node in nodes:
-            if node is not None:
-                self.visit(node)
-        self.kind = outer
+    def scan(self, tree: ast.Module) -> None:
+        kinds: dict[tuple[int, int], str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.find_template(node, kinds)
+        scopes = template_scopes(tree, kinds)
+        for node, _kind in scopes.returns:
+            self.warn(node, _BARE_RETURN if node.value is None else _RETURN_VALUE)
+        harmless = _harmless_places(tree)
+        in_fields: set[int] = set()
+        for node, _kind in scopes.literals:
+            if isinstance(node, ast.JoinedStr):
+                in_fields.update(_field_literals(node))
+        for node, kind in scopes.literals:
+            if id(node) in in_fields:
+                # Literals inside an f-string's fields are not tokens of their own (before
+                # 3.12): judged here, by the characters of each constant in them.
+                for inner in ast.walk(node) if kind == "html" else ():
+                    if isinstance(inner, ast.Constant) and _SPECIAL & set(_text_of(inner)):
+                        self.warn(inner, _TRUSTED)
+                continue
+            self.literals.append(
+                _Literal(
+                    self.pos(node.lineno, node.col_offset),
+                    self.pos(node.end_lineno or node.lineno, node.end_col_offset or 0),
+                    kind,
+                    id(node) in harmless,
+                )
+            )
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        kind = None
+    def find_template(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: dict[tuple[int, int], str]
+    ) -> None:
         for decorator in node.decorator_list:
             if isinstance(decorator, ast.Name) and decorator.id in _KINDS:
                 if isinstance(node, ast.AsyncFunctionDef):
@@ -112,95 +138,43 @@ class _Scan(ast.NodeVisitor):
                     )
                     self.kept_decorator = True
                 else:
-                    kind = _KINDS[decorator.id]
-                    self.templates.append((node, decorator, kind))
-        self.visit_in(self.kind, node.decorator_list)
-        self.visit_in(kind, [*node.args.defaults, *node.args.kw_defaults])
-        self.visit_in(kind, node.body)
+                    kinds[(node.lineno, node.col_offset)] = _KINDS[decorator.id]
+                    self.templates.append((node, decorator, _KINDS[decorator.id]))
 
-    visit_AsyncFunctionDef = visit_FunctionDef
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self.visit_in(None, [*node.args.defaults, *node.args.kw_defaults, node.body])
+def _harmless_places(tree: ast.Module) -> set[int]:
+    """Ids of expressions where an htmltext literal behaves like a str if escaping cannot
+    change it: output as a statement, a subscript, a comparison operand."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr):
+            found.add(id(node.value))
+        elif isinstance(node, ast.Subscript):
+            found.add(id(node.slice))
+        elif isinstance(node, ast.Compare):
+            found.update(id(n) for n in (node.left, *node.comparators))
+    return found
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.visit_in(self.kind, [*node.decorator_list, *node.bases, *node.keywords])
-        self.visit_in(None, node.body)
 
-    def visit_Return(self, node: ast.Return) -> None:
-        if self.kind is not None and node.value is not None:
-            self.warn(
-                node,
-                "not converted: 'return' with a value in a template (use bare "
-                "'return'; a template returns its output)",
+def _field_literals(node: ast.JoinedStr) -> set[int]:
+    """Ids of the str constants inside *node*'s fields (not its own text or specs' text)."""
+    found: set[int] = set()
+    for part in node.values:
+        if isinstance(part, ast.FormattedValue):
+            found.update(
+                id(inner)
+                for inner in ast.walk(part.value)
+                if isinstance(inner, (ast.Constant, ast.JoinedStr))
             )
-        elif self.kind is not None:
-            self.warn(node, _BARE_RETURN)
-        self.generic_visit(node)
-
-    # Places where the compiler keeps literals as str: nothing changes there.
-    def visit_arg(self, node: ast.arg) -> None:
-        pass
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self.visit_in(self.kind, [node.target, node.value])
-
-    def visit_match_case(self, node: ast.match_case) -> None:
-        self.visit_in(self.kind, [node.guard, *node.body])
-
-    # Places where an htmltext literal behaves like a str, if escaping cannot change it.
-    def visit_Expr(self, node: ast.Expr) -> None:
-        self.harmless.add(id(node.value))
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        self.harmless.add(id(node.slice))
-        self.generic_visit(node)
-
-    def visit_Compare(self, node: ast.Compare) -> None:
-        self.harmless.update(id(n) for n in (node.left, *node.comparators))
-        self.generic_visit(node)
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str):
-            self.add_literal(node)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self.add_literal(node)
-        for part in node.values:
-            if isinstance(part, ast.FormattedValue):
-                self.visit_field(part)
-
-    def visit_field(self, part: ast.FormattedValue) -> None:
-        # Literals inside an f-string's fields are not tokens of their own (before 3.12).
-        for inner in ast.walk(part.value):
-            if (
-                self.kind == "html"
-                and isinstance(inner, ast.Constant)
-                and isinstance(inner.value, str)
-                and _SPECIAL & set(inner.value)
-            ):
-                self.warn(inner, _TRUSTED)
-        if part.format_spec is not None:
-            self.visit_field_spec(part.format_spec)
-
-    def visit_field_spec(self, spec: ast.expr) -> None:
-        # A format spec is a JoinedStr (typeshed says expr).
-        for part in spec.values if isinstance(spec, ast.JoinedStr) else ():
-            if isinstance(part, ast.FormattedValue):
-                self.visit_field(part)
-
-    def add_literal(self, node: ast.Constant | ast.JoinedStr) -> None:
-        self.literals.append(
-            _Literal(
-                self.pos(node.lineno, node.col_offset),
-                self.pos(node.end_lineno or node.lineno, node.end_col_offset or 0),
-                self.kind,
-                id(node) in self.harmless,
-            )
-        )
+            if part.format_spec is not None:
+                found.update(_field_literals(part.format_spec))
+    return found
 
 
+_RETURN_VALUE = (
+    "not converted: 'return' with a value in a template (use bare "
+    "'return'; a template returns its output)"
+)
 _TRUSTED = (
     "changes meaning: Quixote escaped this plain literal, [html] trusts it as markup; "
     "if it is text, write it escaped (e.g. '&lt;' for '<')"
@@ -306,7 +280,7 @@ class _Editor:
         return "".join(lines)
 
 
-def _whole_lines(lines: list[str], node: ast.expr | ast.stmt, scan: _Scan) -> bool:
+def _whole_lines(lines: list[str], node: ast.AST, scan: _Scan) -> bool:
     """True if *node* is alone on its lines (a trailing comment aside)."""
     start = scan.pos(node.lineno, node.col_offset)
     end = scan.pos(node.end_lineno or node.lineno, node.end_col_offset or 0)
@@ -411,7 +385,7 @@ def convert_source(source: str, filename: str = "<ptl>") -> Conversion:
         return Conversion(source)
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     scan = _Scan(lines)
-    scan.visit(tree)
+    scan.scan(tree)
     editor = _Editor(lines)
     _convert_templates(scan, tokens, editor)
     _convert_strings(scan, _pieces(tokens, lines), editor)
@@ -419,3 +393,7 @@ def convert_source(source: str, filename: str = "<ptl>") -> Conversion:
     converted = editor.result()
     warnings = sorted(set(scan.warnings), key=lambda w: (w.line, w.col, w.message))
     return Conversion(converted, warnings, converted != source)
+
+
+def _text_of(node: ast.Constant) -> str:
+    return node.value if isinstance(node.value, str) else ""

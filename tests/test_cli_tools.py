@@ -19,7 +19,7 @@ from ptl_helpers import REPO, subprocess_env, write_files
 
 from ptl_wsgi.cli import build_parser
 from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.convert import convert_source
+from ptl_wsgi.convert import _H_OUTSIDE, convert_source
 
 
 def run(*args: str | Path, cwd: Path | None = None, stdin: str | None = None):
@@ -468,3 +468,36 @@ def test_convert_command_reports_bare_returns_with_file_and_line(tmp_path: Path)
     result = run("convert", path)
     assert result.returncode == 0
     assert f"{path}:4:9: warning: changes meaning: a bare 'return'" in result.stderr
+
+
+def test_convert_scopes_class_decorators_as_the_compiler_does() -> None:
+    """A class's decorators and bases are ordinary code to the compiler: literals stay str.
+
+    The converter once judged them in the template's scope: it warned about a
+    literal whose meaning does not change and turned an h-string into a literal
+    that compiles to a str, silently escaping what Quixote trusted.
+    """
+    source = (
+        "from quixote.ptl import ptl_html\n"
+        "def tag(text):\n"
+        "    def mark(cls):\n"
+        "        cls.text = text\n"
+        "        return cls\n"
+        "    return mark\n"
+        "@ptl_html\n"
+        "def f():\n"
+        "    @tag('<b>')\n"  # a str in Quixote and here alike: no warning
+        "    class C(dict, **{'metaclass': type}):\n"
+        "        pass\n"
+        "    C.text\n"
+        "    @tag(F'<i>')\n"  # htmltext in Quixote, a str here: reported, not rewritten
+        "    class D:\n"
+        "        pass\n"
+        "    D.text\n"
+    )
+    result = convert_source(source, "c.ptl")
+    assert [(p.line, p.col, p.message) for p in result.warnings] == [(13, 10, _H_OUTSIDE)]
+    assert "@tag(F'<i>')" in result.source
+    ours = _our_module(result.source.replace("@tag(F'<i>')", "@tag('<i>')"))
+    assert str(ours["f"]()) == "&lt;b&gt;&lt;i&gt;"
+    assert str(_quixote_module(source)["f"]()) == "&lt;b&gt;<i>"

@@ -796,3 +796,87 @@ def test_names_like_reserved_ones_in_other_places_are_fine() -> None:
 def test_the_first_rule_violation_in_the_source_is_reported() -> None:
     exc = syntax_error("def f [html] (_ptl_a):\n    (yield)\n    _ptl_b = 1\n")
     assert (exc.lineno, exc.offset) == (1, 15)
+
+
+# -- template_scopes: the compiler's scoping, for tools ------------------------------------
+
+SCOPED = '''\
+SEEN = []
+def deco(x):
+    SEEN.append((str(x)[:6], type(x).__name__))
+    return lambda f: f
+
+@deco("<module>")
+def page [html] (sep="<default>", *, end: "<annotation>" = "<kwdefault>"):
+    "<doc>"
+    @deco("<decorator>")
+    @deco(f"<fdecorator{sep}>")
+    class C(dict, metaclass=type):
+        "<class body>"
+    (lambda: "<lambda>")
+    def helper():
+        "<helper>"
+    def inner [plain] ():
+        "<inner>"
+        return
+    match sep:
+        case "<pattern>" if sep == "<guard>":
+            pass
+    note: "<ann>" = "<value>"
+    f"<f>{'<field>'}{sep:{'>'}12}"
+    return
+'''
+
+
+def test_template_scopes_agree_with_the_compiled_module() -> None:
+    from ptl_wsgi.compiler import python_view, template_scopes
+
+    view, templates = python_view(SCOPED)
+    found = template_scopes(ast.parse(view), templates)
+    assert [(node.name, kind) for node, kind in found.templates] == [
+        ("page", "html"),
+        ("inner", "plain"),
+    ]
+    kinds = {
+        ast.unparse(node): kind for node, kind in found.literals if isinstance(node, ast.Constant)
+    }
+    assert kinds == {
+        "'<module>'": None,
+        "'<default>'": "html",
+        "'<kwdefault>'": "html",
+        "'<doc>'": "html",
+        "'<decorator>'": None,  # a class's decorators are ordinary code, as its body is
+        "'<class body>'": None,
+        "'<lambda>'": None,
+        "'<helper>'": None,
+        "'<inner>'": "plain",
+        "'<guard>'": "html",
+        "'<value>'": "html",
+        "'<field>'": "html",
+        "'>'": "html",
+    }
+    # An f-string is one literal (its text parts are not listed apart).
+    assert [(n.lineno, k) for n, k in found.literals if isinstance(n, ast.JoinedStr)] == [
+        (10, None),
+        (23, "html"),
+    ]
+    assert [(n.lineno, k) for n, k in found.returns] == [(18, "plain"), (24, "html")]
+    assert [(n.lineno, k) for n, k in found.outputs] == [
+        (8, "html"),
+        (13, "html"),
+        (17, "plain"),
+        (23, "html"),
+    ]
+    # The compiled module agrees: trusted where the scan says "html", str elsewhere.
+    namespace: dict[str, Any] = {}
+    exec(compile_ptl(SCOPED), namespace)
+    namespace["page"]()
+    assert namespace["SEEN"] == [
+        ("<modul", "str"),
+        ("<decor", "str"),
+        ("<fdeco", "str"),
+    ]
+    assert namespace["page"].__defaults__ == ("<default>",)
+    assert type(namespace["page"].__defaults__[0]) is htmltext
+    assert str(namespace["page"]()).startswith("<doc>&lt;function page.")
+    assert str(namespace["page"]()).endswith("<f><field>   <default>")  # a trusted default
