@@ -45,7 +45,8 @@ def as_wsgi_app(app_or_view: Any, *, debug: bool | None = None) -> WSGIApplicati
         raise TypeError(f"cannot serve {app_or_view!r}: not a view, Directory or WSGI app")
     if _required_positional(app_or_view) == 1:
         return View(app_or_view, debug=debug)
-    return app_or_view
+    app: WSGIApplication = app_or_view  # a callable taking (environ, start_response)
+    return app
 
 
 def _required_positional(func: Callable[..., Any]) -> int | None:

@@ -26,13 +26,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-<<<<<<< HEAD
-from types import CodeType, FrameType, ModuleType
-from typing import Any, Literal, TypeVar
-=======
 from types import CodeType, FrameType
-from typing import Any, TypeVar
->>>>>>> house
+from typing import Any, Literal, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
