@@ -153,6 +153,7 @@ def test_no_import_cycles() -> None:
 def test_only_the_importer_runs_module_code() -> None:
     # The loader and every integration load modules through the importer (files, strings,
     # CGI scripts): no other room builds a module by exec'ing code, or reads the cache.
+    # Evaluating a constant expression (``eval('t""')`` for the t-string type) builds none.
     runners = {
         _room(path)
         for path in PACKAGE.rglob("*.py")
@@ -160,6 +161,7 @@ def test_only_the_importer_runs_module_code() -> None:
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id in ("exec", "eval")
+        and not (node.args and isinstance(node.args[0], ast.Constant))
     }
     assert runners == {"importer"}
 
