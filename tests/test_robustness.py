@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from accelerator import without_c
-from big_pages import ROW, load_ptl, page_builders
+from big_pages import load_ptl
 
 from ptl_wsgi.html import IMPLEMENTATION
 from ptl_wsgi.loader import Loader
@@ -197,27 +197,6 @@ def assert_flat(round_: Any, rounds: int = 100_000, warm_up: int = 10_000) -> No
 # -- huge pages ---------------------------------------------------------------------------
 
 
-def timed(function: Any, repeats: int) -> tuple[float, Any]:
-    """The best CPU time of *repeats* calls of *function*, and its last result.
-
-    CPU time of this process, so other processes on the machine do not count, and
-    with the cyclic collector off: its passes over a million live objects grow with
-    the heap, not with the work the code under test does.
-    """
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        result = None
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.process_time()
-            result = function()
-            best = min(best, time.process_time() - start)
-        finally:
-            gc.enable()
-    return best, result
-
-
 PEAK_CHILD = """
 import json, resource, sys
 sys.path.insert(0, {tests!r})
@@ -230,19 +209,77 @@ print(json.dumps({{"size": size, "growth": peak - before}}))
 """
 
 
+# The work of building a page is writing it: a linear builder writes each byte a bounded
+# number of times, a quadratic one (re-joining or re-copying the page as it grows) writes
+# the page over and over into fresh buffers.  What the child counts is the memory pages
+# the build touches for the first time (minor page faults, counted by the kernel): a count
+# of bytes written, which no CPU speed, machine load or garbage collection changes (a
+# collection reads memory the process already has).  glibc's mmap threshold is fixed low so
+# that every freed large buffer goes back to the system and a re-copy cannot hide in
+# memory that malloc reuses.
+TOUCHED_CHILD = """
+import gc, json, resource, sys
+sys.path.insert(0, {tests!r})
+from big_pages import ROW, page_builders
+rows, builder = {rows!r}, {builder!r}
+if builder == "prepend":  # quadratic on purpose: each step copies the page so far
+    def build():
+        page = ""
+        for row in [ROW] * rows:
+            page = row + page
+        return page
+else:
+    build = page_builders([ROW] * rows)[builder]
+gc.collect()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+size = len(build())
+touched = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+print(json.dumps({{"size": size, "touched": touched}}))
+"""
+MEMORY_PAGE = 4096
+
+
+def touched_pages(builder: str, rows: int) -> dict[str, int]:
+    """Build a page of *rows* rows in a fresh process: its size, and the memory pages touched."""
+    child = TOUCHED_CHILD.format(tests=str(Path(__file__).parent), builder=builder, rows=rows)
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+    result = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=300, cwd=REPO,
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="counts minor page faults as Linux reports them"
+)
+
+
 @pytest.mark.slow
+@linux_only
 @pytest.mark.parametrize("builder", ["template", "template_io"])
 def test_a_100_mb_page_takes_linear_time(builder: str) -> None:
-    # Both pages are far larger than any CPU cache (25 and 100 MB), so that the ratio
-    # is the work's growth and not the small page's advantage of staying in cache.
-    small = page_builders([ROW] * 250_000)[builder]
-    big = page_builders([ROW] * 1_000_000)[builder]
-    small_time, _ = timed(small, 3)
-    big_time, page = timed(big, 2)
-    assert len(page) > 100 * 10**6
-    ratio = big_time / small_time
-    # Linear work gives a ratio near 4, quadratic near 16.
-    assert ratio < 8, f"4x the output took {ratio:.1f}x the time"
+    # Both pages are far larger than any cache or malloc pool (about 25 and 100 MB).
+    small = touched_pages(builder, 250_000)
+    big = touched_pages(builder, 1_000_000)
+    assert big["size"] > 100 * 10**6
+    # Linear work gives a ratio of 4 (measured: 4.0), quadratic 16 or more.
+    ratio = big["touched"] / small["touched"]
+    assert ratio < 5, f"4x the output touched {ratio:.2f}x the memory"
+    # And in absolute terms, a few writes of each byte (measured: 2.6 and 4.2 pages a page).
+    per_page = big["touched"] / (big["size"] / MEMORY_PAGE)
+    assert per_page < 10, f"the build touched {per_page:.1f} memory pages for each page of output"
+
+
+@pytest.mark.slow
+@linux_only
+def test_the_work_measure_catches_a_quadratic_builder() -> None:
+    # The same measure on a builder that copies the page so far for every row (small
+    # pages: the copying is quadratic in time too).  It must fail the test above.
+    small = touched_pages("prepend", 2_500)
+    big = touched_pages("prepend", 10_000)
+    assert big["touched"] / small["touched"] > 8
 
 
 @pytest.mark.slow
