@@ -55,17 +55,14 @@ _END_TOKENS = frozenset(
 _NAMED_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|.)", re.S)
 
 
-class ConversionError(ValueError):
-    """The module cannot be converted; ``problems`` say where and why."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(f"{p.line}:{p.col}: {p.message}" for p in problems))
-        self.problems = problems
-
-
 @dataclass
 class PyConversion:
-    """The plain Python module, and what could not be converted (empty when all was)."""
+    """The plain Python module, and what could not be converted (empty when all was).
+
+    No construct of valid PTL is known that cannot be converted; ``problems``
+    is where one would be reported (line, column, message), and the command
+    line prints each as ``file:line:col: error: ...`` and writes nothing.
+    """
 
     source: str
     problems: list[Problem] = field(default_factory=list)
@@ -208,7 +205,7 @@ class _Converter:
         self.module_names = _bound_and_read(self.tree)
         self.helpers: dict[str, str] = {}  # helper -> the name it is imported as
         self.strings = _strings(self.view)
-        self.string_starts = [s.start for s in self.strings]
+        self.owners: dict[int, ast.AST] = {}
 
     # -- positions ---------------------------------------------------------------
 
@@ -220,10 +217,6 @@ class _Converter:
 
     def end(self, node: ast.AST) -> Pos:
         return self.pos(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-
-    def problem(self, node: ast.AST, message: str) -> None:
-        line, col = self.start(node)
-        self.problems.append(Problem(line, col + 1, message))
 
     def helper(self, name: str) -> str:
         """The name under which *name* is imported into the converted module."""
@@ -279,19 +272,15 @@ class _Converter:
                 self.edits.insert(self.end(ret), f" {join}", (1, 0))
 
     def owner(self, node: ast.AST) -> ast.AST | None:
-        """The template whose own scope *node* is in (found once, by position)."""
-        if not hasattr(self, "_owners"):
-            self._owners: dict[int, ast.AST] = {}
+        """The innermost template around statement *node*."""
+        if not self.owners:
+            # Templates come in source order, outer first: a nested template claims
+            # its own statements after the one around it.
             for template, _kind in self.scopes.templates:
-                self._claim(template, template)
-        return self._owners.get(id(node))
-
-    def _claim(self, template: ast.AST, node: ast.AST) -> None:
-        # Nested templates claim their own statements afterwards (templates come in
-        # source order, outer first), so the innermost template wins.
-        for child in ast.walk(node):
-            if isinstance(child, (ast.Expr, ast.Return)):
-                self._owners[id(child)] = template
+                for child in ast.walk(template):
+                    if isinstance(child, (ast.Expr, ast.Return)):
+                        self.owners[id(child)] = template
+        return self.owners.get(id(node))
 
     def header(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def f [html] (`` to ``def f(``; ``template f(`` to ``def f(``."""

@@ -371,3 +371,36 @@ def test_template_marker() -> None:
     with pytest.raises(TypeError, match='@template\\("html"\\)'):
         template(f)  # type: ignore[arg-type]
     assert type(htmltext("x")) is htmltext
+
+
+@needs_314
+def test_a_site_moves_file_by_file(tmp_path: Path) -> None:
+    """layout.ptl becomes layout.py; page.ptl imports it unchanged; every page stays the same."""
+    from ptl_wsgi.loader import Loader
+
+    layout = tmp_path / "layout.ptl"
+    layout.write_text(
+        'def frame [html] (title, body):\n    f"<title>{title}</title><main>"\n    body\n'
+        '    "</main>"\n'
+    )
+    (tmp_path / "page.ptl").write_text(
+        "from .layout import frame\n\ndef render [html] (title):\n"
+        '    frame(title, "<p>%s</p>" % title)\n'
+    )
+    context = {"title": "<T&C>"}
+    before = Loader([tmp_path])
+    try:
+        page, frame = before.render("page.ptl", context), before.render("layout.ptl:frame", {
+            "title": "<x>", "body": "<y>"
+        })
+    finally:
+        before.close()
+    assert str(page) == "<title>&lt;T&amp;C&gt;</title><main><p>&lt;T&amp;C&gt;</p></main>"
+    (tmp_path / "layout.py").write_text(convert(layout.read_text(), str(layout)))
+    layout.unlink()
+    after = Loader([tmp_path])
+    try:
+        same(after.render("page.ptl", context), page)
+        same(after.render("layout.py:frame", {"title": "<x>", "body": "<y>"}), frame)
+    finally:
+        after.close()
