@@ -12,7 +12,7 @@ test:            ## set everything up and run the whole test suite
 test-fast:       ## the quick profile: no slow tests, hypothesis capped (under a minute)
 	$(PYTHON) dev.py test-fast
 
-test-all:        ## the suite (without slow tests) on Python 3.10, 3.12 and 3.13 too
+test-all:        ## the suite (without slow tests) on the other Pythons, 3.10 to 3.15 (3.14, 3.15: chroot as root)
 	$(PYTHON) dev.py test-all
 
 coverage:        ## the example sites' tests under coverage, their .ptl templates included

@@ -6,7 +6,7 @@ Needs only Python 3 (and a C compiler for the accelerator)::
     python3 dev.py demo        # venv + install, then serve the example sites
     python3 dev.py test        # venv + install, then the whole test suite
     python3 dev.py test-fast   # the quick profile: no slow tests, few hypothesis examples
-    python3 dev.py test-all    # the fast tests on the other supported Pythons found
+    python3 dev.py test-all    # the fast tests on the other supported Pythons (3.14, 3.15: chroot)
     python3 dev.py bench       # the benchmarks, results as ratios
     python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
     python3 dev.py coverage    # the example sites' tests under coverage, .ptl templates too
@@ -27,7 +27,12 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
+SUPPORTED = ("3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
+# Versions test-all can also run in a Debian sid chroot when no local interpreter has
+# them: as root, with the tool that builds it (PTL_WSGI_SID_PYTHONS names another
+# copy; set it empty to never use a chroot).
+SID_VERSIONS = ("3.14", "3.15")
+SID_TOOL = ROOT.parent / "shared" / "tools" / "sid-pythons.sh"
 # Files whose change means the venv must be reinstalled (deps or the C build).
 STAMPED = ("pyproject.toml", "setup.py", "dev.py", "ptl_wsgi/_htmltext_c.c")
 # Programs some end-to-end tests drive (a browser, a CGI web server); the tests
@@ -53,6 +58,15 @@ def find_python(version: str) -> str | None:
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
     return candidates[-1] if candidates else None
+
+
+def sid_tool() -> Path | None:
+    """The chroot tool for SID_VERSIONS, if it may run here (root, and the script exists)."""
+    configured = os.environ.get("PTL_WSGI_SID_PYTHONS")
+    tool = SID_TOOL if configured is None else Path(configured) if configured else None
+    if tool is None or not tool.is_file() or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    return tool
 
 
 def stamp() -> str:
@@ -151,14 +165,18 @@ def main(argv: list[str]) -> None:
     elif task == "test-all":
         current = f"{sys.version_info[0]}.{sys.version_info[1]}"
         versions = args or [v for v in SUPPORTED if v != current]
-        missing = [v for v in versions if find_python(v) is None]
+        local = [v for v in versions if find_python(v) is not None]
+        tool = sid_tool()
+        chroot = [v for v in versions if v not in local and v in SID_VERSIONS and tool]
+        missing = [v for v in versions if v not in local and v not in chroot]
         if missing:
             print(f"dev.py: skipping Python {', '.join(missing)}: not installed", flush=True)
-        for version in versions:
-            if version in missing:
-                continue
+        for version in local:
             python = ensure_venv(version)
             run([str(python), "-m", "pytest", "-q", "-m", "not slow"])
+        if chroot:
+            # Debian sid's builds in a chroot; the tool's header says what it sets up.
+            run(["bash", str(tool), str(ROOT), *chroot])
     elif task == "demo":
         python = ensure_venv()
         run([str(python), "example_sites/serve.py", *args])

@@ -5,23 +5,25 @@ publisher, CGI, the Flask backend, the Django engine) sends output through
 these functions, so the rule is the same everywhere:
 
 * into a response whose type is HTML by any spelling (:func:`is_html_type`),
-  markup (:class:`~ptl_wsgi.html.htmltext`, anything with ``__html__``) passes
-  and everything else (a ``[plain]`` template's str, a str, bytes, numbers) is
-  escaped;
+  markup (:func:`is_markup`: :class:`~ptl_wsgi.html.htmltext`, anything with
+  ``__html__``, a t-string's ``Template`` rendered as by
+  :func:`~ptl_wsgi.html.htmlformat`) passes and everything else (a ``[plain]``
+  template's str, a str, bytes, numbers) is escaped;
 * raw text is explicit: :func:`text` (and each integration's ``render_text``)
   returns a template's output as plain ``str``, for mail bodies and
-  ``text/plain`` responses.
+  ``text/plain`` responses (a ``Template`` as its plain f-string would be).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ptl_wsgi.html import htmlescape, htmltext
 
-__all__ = ["chunks", "is_html_type", "markup", "text"]
+__all__ = ["chunks", "is_html_type", "is_markup", "markup", "text"]
 
 # Types a browser renders as active markup, where a script in the body runs.
 _HTML_TYPES = frozenset(
@@ -48,6 +50,20 @@ def is_html_type(content_type: str | None) -> bool:
     if not _VALID_MIMETYPE.match(mimetype) or mimetype in _SNIFFED_TYPES:
         return True
     return mimetype in _HTML_TYPES or mimetype.endswith("+xml")
+
+
+def _is_template(value: Any) -> bool:
+    """Whether *value* is a t-string's ``string.templatelib.Template`` (Python 3.14+)."""
+    if type(value).__name__ != "Template" or sys.version_info < (3, 14):
+        return False
+    from string.templatelib import Template
+
+    return type(value) is Template
+
+
+def is_markup(value: Any) -> bool:
+    """Whether *value* is markup: htmltext, anything with ``__html__``, or a t-string."""
+    return isinstance(value, htmltext) or hasattr(value, "__html__") or _is_template(value)
 
 
 def _decoded(value: Any) -> Any:
@@ -90,5 +106,27 @@ def text(result: Any) -> str:
 
 def _plain(value: Any) -> str:
     value = _decoded(value)
+    if _is_template(value):
+        return _template_text(value)
     # str.__str__ drops the markup type: the result must not pass as trusted anywhere.
     return str.__str__(value) if isinstance(value, str) else str(value)
+
+
+_CONVERSIONS = {"s": str, "r": repr, "a": ascii}
+
+
+def _template_text(template: Any) -> str:
+    """A t-string as raw text: what the same f-string gives, nested t-strings included."""
+    out = [template.strings[0]]
+    for interpolation, literal in zip(template.interpolations, template.strings[1:], strict=True):
+        value, conversion, spec = (
+            interpolation.value, interpolation.conversion, interpolation.format_spec
+        )  # fmt: skip
+        if conversion is None and not spec and _is_template(value):
+            out.append(_template_text(value))
+        else:
+            if conversion is not None:
+                value = _CONVERSIONS[conversion](value)
+            out.append(str.__str__(format(value, spec)))
+        out.append(literal)
+    return "".join(out)

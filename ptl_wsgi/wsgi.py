@@ -44,7 +44,7 @@ from ptl_wsgi._iterate import in_context, setting
 from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
 from ptl_wsgi.headers import HeaderError, check_headers, check_status
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import is_html_type, markup, text
+from ptl_wsgi.output import is_html_type, is_markup, markup, text
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -199,7 +199,7 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
         default = "text/plain; charset=utf-8"
     elif isinstance(rv, (bytes, bytearray)):
         default = "application/octet-stream"
-    elif isinstance(rv, htmltext) or hasattr(rv, "__html__"):
+    elif is_markup(rv):
         default = HTML
     elif rv is None:
         raise TypeError("the view returned None; return a body, a Response or raise an error")
@@ -208,7 +208,10 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
     response = Response(status=status, headers=headers)
     if not _has_content_type(headers):
         response.content_type = content_type or default
-    response.set_data(markup(rv) if _is_html(response) else rv)
+    if _is_html(response):
+        response.set_data(markup(rv))
+    else:
+        response.set_data(rv if isinstance(rv, (str, bytes, bytearray)) else text(rv))
     return response
 
 

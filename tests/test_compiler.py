@@ -8,6 +8,7 @@ import sys
 import textwrap
 import traceback
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from ptl_wsgi import compile_ptl, parse_ptl
 from ptl_wsgi.html import htmltext
+from ptl_wsgi.importer import load_module_from_path
 
 PY312 = sys.version_info >= (3, 12)
 
@@ -534,12 +536,16 @@ class Unprintable:
 
 
 @pytest.fixture
-def traceback_module(tmp_path: Path) -> types.ModuleType:
+def traceback_module(tmp_path: Path) -> Iterator[types.ModuleType]:
+    # Imported as a real module: linecache asks a module's __spec__.loader for its
+    # source (3.15 warns about globals without one, as a bare ModuleType's are).
     path = tmp_path / "pages.ptl"
     path.write_text(TRACEBACK_SOURCE)
-    module = types.ModuleType("pages")
-    exec(compile_ptl(TRACEBACK_SOURCE, str(path)), module.__dict__)
-    return module
+    name = f"ptl_traceback_pages_{tmp_path.name}"
+    try:
+        yield load_module_from_path(path, name)
+    finally:
+        sys.modules.pop(name, None)
 
 
 def failing_frame(call: Any, filename: str) -> traceback.FrameSummary:

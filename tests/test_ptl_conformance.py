@@ -72,7 +72,7 @@ def test_case_loaded_by_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         check_render(module, path)
         # Again, now from the bytecode cache.
         module = load_module_from_path(path, name)
-        assert module.__cached__ and Path(module.__cached__).is_file()
+        assert module.__spec__.cached and Path(module.__spec__.cached).is_file()
         check_render(module, path)
     finally:
         sys.modules.pop(name, None)

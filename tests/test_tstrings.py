@@ -426,3 +426,146 @@ def test_str_subclass_cannot_hide_its_markup_anywhere(impl) -> None:
     assert_html(impl.htmltext("<p>%s</p>") % value, impl, "<p>&lt;script&gt;x&lt;/script&gt;</p>")
     assert_html(impl.htmltext("<p>{}</p>").format(value), impl,
                 "<p>&lt;script&gt;x&lt;/script&gt;</p>")  # fmt: skip
+
+
+# -- markup sources: htmlescape, html_join, TemplateIO ---------------------------------
+
+ATTACK = "<script>alert(1)</script>"
+ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+@needs_tstrings
+def test_htmlescape_takes_a_template_as_markup(impl) -> None:
+    page = Template("<p>", field(ATTACK), "</p>")
+    assert_html(impl.htmlescape(page), impl, f"<p>{ESCAPED}</p>")
+    assert_html(ptl_html.htmlescape(page), ptl_html, f"<p>{ESCAPED}</p>")
+
+
+@needs_tstrings
+def test_html_join_takes_templates_as_markup(impl) -> None:
+    page = Template("<p>", field(ATTACK), "</p>")
+    for parts in ([page, ATTACK, impl.htmltext("<hr>"), None, page],
+                  (page, ATTACK, impl.htmltext("<hr>"), None, page),
+                  iter([page, ATTACK, impl.htmltext("<hr>"), None, page])):  # fmt: skip
+        assert_html(impl.html_join(parts), impl,
+                    f"<p>{ESCAPED}</p>{ESCAPED}<hr><p>{ESCAPED}</p>")  # fmt: skip
+    assert_html(impl.html_join([page]), impl, f"<p>{ESCAPED}</p>")
+
+
+@needs_tstrings
+def test_templateio_takes_templates_as_markup(impl) -> None:
+    io = impl.TemplateIO(html=True)
+    io += Template("<p>", field(ATTACK), "</p>")
+    io(Template("<br>"))
+    io += ATTACK
+    assert_html(io.getvalue(), impl, f"<p>{ESCAPED}</p><br>{ESCAPED}")
+    assert isinstance(io, impl.TemplateIO)
+
+
+@needs_tstrings
+def test_a_template_inside_a_list_is_not_trusted(impl) -> None:
+    # Only a Template itself is markup; a container of one is str()-ed and escaped.
+    assert str(impl.htmlescape([Template("<b>")])).startswith("[Template(strings=(&#x27;&lt;b&gt;")
+
+
+def test_a_lookalike_template_is_escaped_everywhere(impl) -> None:
+    class Template:
+        strings = ("<script>",)
+        interpolations = ()
+
+        def __str__(self) -> str:
+            return "<script>"
+
+    fake = Template()
+    assert_html(impl.htmlescape(fake), impl, "&lt;script&gt;")
+    assert_html(impl.html_join([fake]), impl, "&lt;script&gt;")
+    io = impl.TemplateIO(html=True)
+    io += fake
+    assert_html(io.getvalue(), impl, "&lt;script&gt;")
+
+
+# -- the output policy and the integrations ---------------------------------------------
+
+
+@needs_tstrings
+def test_output_policy_takes_a_template() -> None:
+    from ptl_wsgi import output
+
+    page = Template("<p>", field(ATTACK), "|", field(3.5, None, ".2f"), "</p>")
+    assert output.is_markup(page) and output.is_markup(htmltext_of("<b>"))
+    assert not output.is_markup(ATTACK) and not output.is_markup([page])
+    assert str(output.markup(page)) == f"<p>{ESCAPED}|3.50</p>"
+    assert [str(c) for c in output.chunks(page)] == [f"<p>{ESCAPED}|3.50</p>"]
+    assert [str(c) for c in output.chunks(iter([page, ATTACK]))] == [
+        f"<p>{ESCAPED}|3.50</p>", ESCAPED
+    ]
+    # As raw text, a t-string means what the plain f-string means; nested ones too.
+    nested = Template("<div>", field(page), field("<i>", "r", ">6"), "</div>")
+    assert output.text(nested) == f"<div><p>{ATTACK}|3.50</p> '<i>'</div>"
+    assert type(output.text(nested)) is str
+
+
+def htmltext_of(text: str) -> Any:
+    return ptl_html.htmltext(text)
+
+
+@needs_tstrings
+def test_a_wsgi_view_returning_a_template_is_html() -> None:
+    from werkzeug.test import Client
+
+    from ptl_wsgi.wsgi import View, view
+
+    page = Template("<p>", field(ATTACK), "</p>")
+    response = Client(view(lambda request: page)).get("/")
+    assert response.mimetype == "text/html"
+    assert response.data == f"<p>{ESCAPED}</p>".encode()
+    plain = Client(View(lambda request: page, content_type="text/plain")).get("/")
+    assert plain.mimetype == "text/plain"
+    assert plain.data == f"<p>{ATTACK}</p>".encode()
+    status = Client(view(lambda request: (page, 404))).get("/")
+    assert status.status_code == 404 and status.data == f"<p>{ESCAPED}</p>".encode()
+
+
+STREAMED = '''
+def render(name):
+    yield t"<h1>{name}</h1>"
+    yield name
+    yield t"<p>{t'<b>{name}</b>'}</p>"
+'''
+STREAMED_HTML = f"<h1>{ESCAPED}</h1>{ESCAPED}<p><b>{ESCAPED}</b></p>"
+
+
+@needs_tstrings
+def test_flask_renders_a_template_that_yields_tstrings(tmp_path) -> None:
+    from flask import Flask
+
+    from ptl_wsgi.contrib.flask import PTL, render_template, stream_template
+
+    (tmp_path / "streamed.ptl").write_text(STREAMED)
+    app = Flask(__name__, template_folder=str(tmp_path))
+    app.config["TESTING"] = True
+    PTL(app)
+    app.add_url_rule("/", "page", lambda: render_template("streamed.ptl", name=ATTACK))
+    app.add_url_rule("/s", "stream", lambda: stream_template("streamed.ptl", name=ATTACK))
+    client = app.test_client()
+    for path in ("/", "/s"):
+        response = client.get(path)
+        assert response.mimetype == "text/html"
+        assert response.get_data(as_text=True) == STREAMED_HTML
+
+
+@needs_tstrings
+def test_django_renders_a_template_that_yields_tstrings(tmp_path) -> None:
+    from ptl_wsgi.contrib.django import PTLTemplates, html_response
+
+    (tmp_path / "streamed.ptl").write_text(STREAMED)
+    engine = PTLTemplates({"NAME": "t", "DIRS": [tmp_path], "APP_DIRS": False, "OPTIONS": {}})
+    try:
+        assert engine.get_template("streamed.ptl").render({"name": ATTACK}) == STREAMED_HTML
+    finally:
+        engine.loader.close()
+    page = Template("<p>", field(ATTACK), "</p>")
+    assert html_response(page).content == f"<p>{ESCAPED}</p>".encode()
+    assert html_response(iter([page])).getvalue() == f"<p>{ESCAPED}</p>".encode()
+    text = html_response(page, content_type="text/plain")
+    assert text.content == f"<p>{ATTACK}</p>".encode()
