@@ -121,17 +121,32 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     convert = commands.add_parser(
         "convert",
-        help="convert Quixote 3.x @ptl_html/@ptl_plain templates to this syntax",
+        help="convert Quixote 3.x @ptl_html/@ptl_plain templates to this syntax, "
+        "or (--to-py) a .ptl module to plain Python",
         description="Convert Quixote 3.x decorator-style PTL (@ptl_html, @ptl_plain, F'' "
         "h-strings, quixote.html imports) to def f [html] (...) templates, printing the "
         "result. Warnings (file:line:col) name literals whose meaning changes and what "
-        "could not be converted: read them.",
+        "could not be converted: read them. With --to-py, turn a .ptl module into a "
+        "plain .py module (@template functions, an explicit output list, t-strings "
+        "through htmlformat; Python 3.14+ when it has t-strings) whose templates output "
+        "exactly what the compiled .ptl does.",
     )
     convert.add_argument("files", nargs="+", metavar="FILE", help="a .ptl file")
     mode = convert.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the files in place")
     mode.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if a file would change"
+    )
+    mode.add_argument(
+        "--to-py",
+        action="store_true",
+        help="convert a .ptl module to plain Python (needs Python 3.12+ to run the conversion)",
+    )
+    convert.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="with --to-py and one FILE: write the module to OUT (default: print it)",
     )
     convert.set_defaults(handler=_convert)
 
@@ -333,6 +348,11 @@ def _convert(args: argparse.Namespace) -> int:
 
     from ptl_wsgi.convert import convert_source
 
+    if args.to_py:
+        return _convert_to_py(args)
+    if args.output is not None:
+        print("ptl-wsgi convert: -o/--output goes with --to-py", file=sys.stderr)
+        return 2
     status = 0
     for path in args.files:
         try:
@@ -361,6 +381,57 @@ def _convert(args: argparse.Namespace) -> int:
                 with open(path, "w", encoding=encoding, newline="") as f:
                     f.write(result.source)
                 print(f"{path}: converted", file=sys.stderr)
+        else:
+            if len(args.files) > 1:
+                print(f"# ==> {path} <==")
+            sys.stdout.write(result.source)
+    return status
+
+
+def _convert_to_py(args: argparse.Namespace) -> int:
+    import io
+    import tokenize
+
+    if args.output is not None and len(args.files) != 1:
+        print("ptl-wsgi convert: -o/--output takes one FILE", file=sys.stderr)
+        return 2
+    if sys.version_info < (3, 12):
+        print("ptl-wsgi convert --to-py: needs Python 3.12 or later", file=sys.stderr)
+        return 2
+    from ptl_wsgi.to_py import to_python
+
+    status = 0
+    for path in args.files:
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+            result = to_python(source, path)
+        except SyntaxError as exc:
+            print(_location(exc, path), file=sys.stderr)
+            status = 1
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if result.problems:
+            for problem in result.problems:
+                where = f"{path}:{problem.line}:{problem.col}"
+                print(f"{where}: error: {problem.message}", file=sys.stderr)
+            print(f"{path}: not converted", file=sys.stderr)
+            status = 1
+        elif args.output is not None:
+            if os.path.exists(args.output) and os.path.samefile(args.output, path):
+                print(f"{path}: -o names the file itself", file=sys.stderr)
+                return 2
+            try:
+                with open(args.output, "w", encoding=encoding, newline="") as f:
+                    f.write(result.source)
+            except (OSError, UnicodeEncodeError) as exc:
+                print(f"{args.output}: cannot write: {exc}", file=sys.stderr)
+                return 1
+            print(f"{path}: converted to {args.output}", file=sys.stderr)
         else:
             if len(args.files) > 1:
                 print(f"# ==> {path} <==")

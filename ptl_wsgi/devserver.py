@@ -35,7 +35,7 @@ def index_page(loader: Loader, script_root: str = "") -> htmltext:
     """An HTML page linking to every template under *loader*'s search path."""
     items = htmltext("").join(
         htmltext('<li><a href="%s">%s</a></li>\n')
-        % (script_root + "/" + quote(name[: -len(".ptl")]), name)
+        % (script_root + "/" + quote(name.removesuffix(".ptl")), name)
         for name in loader.list_templates()
     )
     return (
@@ -57,7 +57,8 @@ def template_app(directory: str) -> View:
         if not path:
             return index_page(loader, request.script_root)
         file, colon, function = path.partition(":")
-        name = f"{file}.ptl{colon}{function}"
+        # /blog/post is blog/post.ptl; a plain Python template goes by its file name.
+        name = path if file.endswith(".py") else f"{file}.ptl{colon}{function}"
         try:
             return loader.render(name, request.args.to_dict())
         except TemplateNotFound as exc:

@@ -165,6 +165,21 @@ class PtlLoader(SourceFileLoader):
             raise exc.with_traceback(None) from None
 
 
+class PyTemplateLoader(SourceFileLoader):
+    """Loads a plain ``.py`` template module for a template loader.
+
+    Through the same cache as ``.ptl`` files, checked by the source's hash: a
+    template loader reloads a file whose ``st_mtime_ns`` or size changed, and
+    Python's own ``.pyc`` (checked by whole seconds) could hand back the code
+    of an edit made within the same second.
+    """
+
+    def get_code(self, fullname: str) -> CodeType:
+        """The module's code, from the cache when it matches the source, else compiled."""
+        source_path = self.get_filename(fullname)
+        return _cached_code(source_path, self.get_data(source_path), self.source_to_code)
+
+
 def _cached_code(
     source_path: str,
     source: bytes,
@@ -210,7 +225,12 @@ def code_for_path(path: str | os.PathLike[str], *, write: bool = True) -> CodeTy
 
 
 def _spec(fullname: str, path: str, write_cache: bool = True) -> ModuleSpec:
-    spec = ModuleSpec(fullname, PtlLoader(fullname, path, write_cache=write_cache), origin=path)
+    loader: PtlLoader | PyTemplateLoader
+    if path.endswith(".py"):
+        loader = PyTemplateLoader(fullname, path)  # Python's own rules: no write_cache
+    else:
+        loader = PtlLoader(fullname, path, write_cache=write_cache)
+    spec = ModuleSpec(fullname, loader, origin=path)
     spec.has_location = True
     spec.cached = cache_path(path)
     return spec
@@ -295,10 +315,21 @@ class _PackageFinder:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        """As :meth:`PtlFinder.find_spec`, for a submodule of one of the packages."""
+        """As :meth:`PtlFinder.find_spec`, for a submodule of one of the packages.
+
+        A plain ``.py`` module there is a template module too: it loads through
+        :class:`PyTemplateLoader`, as the template loader loads it by name.
+        """
         if path is None or fullname.partition(".")[0] not in self.packages:
             return None
-        return self._finder.find_spec(fullname, path, target)
+        spec = self._finder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+        filename = fullname.rpartition(".")[2] + ".py"
+        for entry in path:
+            if isinstance(entry, str) and filename in self._finder._listing(entry or "."):
+                return _spec(fullname, os.path.abspath(os.path.join(entry, filename)))
+        return None
 
 
 _package_finder = _PackageFinder()
@@ -340,7 +371,9 @@ def load_module_from_path(
     Uses the same bytecode cache as ``import`` (only read if *write_cache* is
     false); the finder need not be installed.  The source is read as bytes, so
     a coding cookie is honoured.  If the module fails, ``sys.modules`` gets
-    back what it held under *module_name* before (``__main__``, say).
+    back what it held under *module_name* before (``__main__``, say).  A
+    ``.py`` file is plain Python, loaded through that cache too (template
+    loaders serve ``.py`` templates).
     """
     spec = _spec(module_name, os.path.abspath(path), write_cache)
     module = module_from_spec(spec)

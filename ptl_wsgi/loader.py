@@ -5,6 +5,12 @@ by the name of a template function in that module::
 
     "blog/post.ptl"          # the module's template called ``render``
     "blog/post.ptl:sidebar"  # the module's template called ``sidebar``
+    "blog/post.py:sidebar"   # the same, from a plain Python module
+
+A ``.py`` module is plain Python (``ptl-wsgi convert --to-py`` writes one from
+a ``.ptl`` module); a name reaches only its functions marked with
+:func:`ptl_wsgi.templates.template`, never an unmarked function, so a team can
+move templates to Python file by file.
 
 The search directories together form one package (a fresh one per
 :class:`Loader`), so template modules import each other with relative imports,
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_FUNCTION",
+    "SUFFIXES",
     "Loader",
     "Template",
     "TemplateArgumentError",
@@ -55,6 +62,10 @@ _SUFFIX = ".ptl"
 # The module name (in a loader's package) of templates made from strings: no file
 # name escapes to it (see _module_part), so it never stands for a file's module.
 _STRING_MODULE = "<string>"
+_PY_SUFFIX = ".py"
+#: What a template file's name ends with: PTL modules and plain Python modules.
+SUFFIXES = (_SUFFIX, _PY_SUFFIX)
+_SUFFIXES = SUFFIXES
 _counter = itertools.count()
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -296,7 +307,7 @@ class Loader:
         for directory in self.search_path:
             for root, _dirs, files in os.walk(directory):
                 for file in sorted(files):
-                    if file.endswith(_SUFFIX):
+                    if file.endswith(_SUFFIXES) and file != "__init__.py":
                         rel = os.path.relpath(os.path.join(root, file), directory)
                         seen.setdefault(rel.replace(os.sep, "/"), None)
         return sorted(seen)
@@ -317,14 +328,15 @@ class Loader:
     def _check_relative(self, name: str, path: str) -> str:
         parts = path.replace("\\", "/").split("/")
         if (
-            not path.endswith(_SUFFIX)
+            not path.endswith(_SUFFIXES)
             or os.path.isabs(path)
             or any(part in ("", ".", "..") for part in parts)
+            or parts[-1] == "__init__.py"
         ):
             raise TemplateNotFound(
                 name,
-                reason="a template name is a relative path ending in .ptl, "
-                "such as 'blog/post.ptl' or 'blog/post.ptl:sidebar'",
+                reason="a template name is a relative path ending in .ptl or .py, "
+                "such as 'blog/post.ptl' or 'blog/post.py:sidebar'",
             )
         return os.path.join(*parts)
 
@@ -373,6 +385,15 @@ class Loader:
             raise TemplateNotFound(name, self.places(relative))
         # Stamped before it is read, for the same reason as in _reload_if_changed.
         self._mtimes.setdefault(filename, _stat(filename))
+        twin = _twin(filename)
+        if twin is not None:
+            # One module name for two files: which one an import finds would be luck.
+            raise TemplateNotFound(
+                name,
+                [filename],
+                reason=f"{path} and {os.path.basename(twin)} beside it are the same module: "
+                "remove or rename one",
+            )
         module = self._import(relative, filename)
         reason = self._not_a_template(module, path, function_name)
         if reason:
@@ -398,6 +419,12 @@ class Loader:
             return f"{attr!r} in {path} is imported from {self._describe_module(origin)}"
         if getattr(value, "__ptl_template__", None) in ("html", "plain"):
             return ""
+        if path.endswith(_PY_SUFFIX):
+            # Plain Python: only what @template marks is a template, generators included.
+            return (
+                f"{attr!r} in {path} is not marked as a template: decorate it with "
+                '@template("html") or @template("plain") from ptl_wsgi.templates'
+            )
         # Imported only here, off the path of marked templates: inspect imports ast.
         import inspect
 
@@ -446,9 +473,17 @@ class Loader:
                 sys.modules[name] = package
                 setattr(parent, part, package)
             parent_name, parent = name, package
-        part = _module_part(file[: -len(_SUFFIX)])
+        part = _module_part(file[: file.rindex(".")])
         name = f"{parent_name}.{part}"
         module = sys.modules.get(name)
+        if module is not None and not _same_file(getattr(module, "__file__", None), filename):
+            # x.ptl in one search directory, x.py in another: one module name, two files.
+            raise TemplateNotFound(
+                relative.replace(os.sep, "/"),
+                [filename],
+                reason=f"its module is already loaded from {module.__file__}: "
+                "a .ptl and a .py file of the same name cannot both be templates",
+            )
         try:
             if module is None:
                 module = load_module_from_path(filename, name)
@@ -462,7 +497,7 @@ class Loader:
         """The module name :meth:`_import` gives the file *relative*."""
         *directories, file = relative.split(os.sep)
         parts = [_module_part(part) for part in directories]
-        return ".".join([self.package, *parts, _module_part(file[: -len(_SUFFIX)])])
+        return ".".join([self.package, *parts, _module_part(file[: file.rindex(".")])])
 
     def _own_modules(self) -> list[ModuleType]:
         prefix = self.package + "."
@@ -567,6 +602,17 @@ def _describe_error(exc: Exception) -> str:
     if isinstance(exc, SyntaxError):
         return f"{exc.filename}:{exc.lineno}:{exc.offset}: {exc.msg}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _twin(filename: str) -> str | None:
+    """The file beside *filename* that would be the same module (x.py for x.ptl), if any."""
+    stem, suffix = os.path.splitext(filename)
+    other = stem + (_PY_SUFFIX if suffix == _SUFFIX else _SUFFIX)
+    return other if os.path.isfile(other) else None
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    return a is not None and os.path.realpath(a) == os.path.realpath(b)
 
 
 def _stat(path: str) -> tuple[int, int] | None:

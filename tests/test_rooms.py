@@ -34,8 +34,8 @@ LAYERS: dict[str, int] = {
         1,
     ),
     **dict.fromkeys(
-        ["csp", "importer", "convert", "html", "_helpers", "safety", "escapers", "output",
-         "babel_extract", "coverage", "lint"],
+        ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
+         "escapers", "output", "babel_extract", "coverage", "lint"],
         2,
     ),
     "i18n": 3,

@@ -80,17 +80,22 @@ class PTLTemplates(BaseEngine):
         return [import_string(path) for path in self.context_processors]
 
     def get_template(self, template_name: str) -> Template:
-        """The template *template_name*; ``TemplateDoesNotExist`` for names not ending in .ptl."""
+        """The template *template_name*; ``TemplateDoesNotExist`` for names of other files.
+
+        The engine claims names of ``.ptl`` files and of ``.py`` files (plain
+        Python template modules): a ``.py`` file in a template folder is never
+        handed to another engine as template source.
+        """
         if not isinstance(template_name, str):
             raise TypeError(
                 f"get_template() takes one name, not {template_name!r}: "
                 "use select_template() for a list"
             )
         path, function = ptl_loader.split_name(template_name)
-        if not path.endswith(".ptl"):
+        if not path.endswith(ptl_loader.SUFFIXES):
             skipped = Origin(template_name, template_name, self)
             raise TemplateDoesNotExist(
-                template_name, [(skipped, "Skipped: not a .ptl name")], backend=self
+                template_name, [(skipped, "Skipped: not a .ptl or .py name")], backend=self
             )
         try:
             return Template(self.loader.get_template(template_name), self)
@@ -345,7 +350,7 @@ def _template_of(
         return None
     module = sys.modules.get(module_name)
     path = loader._describe_module(module_name)
-    if module is None or not path.endswith(".ptl"):
+    if module is None or not path.endswith(ptl_loader.SUFFIXES):
         return None
     code = frame.f_code
     attrs = [code.co_name, *(a for a in module.__dict__ if a != code.co_name)]
@@ -443,12 +448,14 @@ def _watch_templates(sender: Any, **kwargs: Any) -> None:
     for engine in _ptl_engines():
         for directory in engine.template_dirs:
             sender.watch_dir(directory, "**/*.ptl")
+            sender.watch_dir(directory, "**/*.py")
 
 
 @receiver(file_changed, dispatch_uid="ptl_wsgi_template_changed")
 def _template_changed(sender: Any, file_path: Path, **kwargs: Any) -> bool | None:
     # True tells the autoreloader the change is handled, so the server is not restarted.
-    if file_path.suffix != ".ptl":
+    # A .py file in a template folder is a template module the engine reloads itself.
+    if file_path.suffix not in ptl_loader.SUFFIXES:
         return None
     handled = None
     for engine in _ptl_engines():

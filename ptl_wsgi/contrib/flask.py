@@ -108,13 +108,16 @@ class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):  # type: ig
 
 def _is_ptl(name: Any) -> bool:
     # Any case: "x.PTL" is no PTL name (the loader refuses it), but on a case-insensitive
-    # file system Jinja2 would open x.ptl for it.
-    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(".ptl")
+    # file system Jinja2 would open x.ptl for it.  A .py file is a template module too:
+    # Jinja2 must never render Python source as its own.
+    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(
+        _loader.SUFFIXES
+    )
 
 
 def _is_ptl_file(filename: str) -> bool:
-    """Whether *filename* is a .ptl file, whatever name (a link, a case) reached it."""
-    return os.path.realpath(filename).rstrip(". ").lower().endswith(".ptl")
+    """Whether *filename* is a .ptl or .py file, whatever name (a link, a case) reached it."""
+    return os.path.realpath(filename).rstrip(". ").lower().endswith(_loader.SUFFIXES)
 
 
 class PTL:

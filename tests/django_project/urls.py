@@ -19,6 +19,7 @@ urlpatterns = [
     path("missing/", views.missing),
     path("include/<str:name>/", views.include),
     path("calls-raises/", views.calls_raises),
+    path("py/<str:name>/", views.py_template),
     path("missing-list/", views.missing_list),
     path("signup/", views.signup),
     path("admin/", admin.site.urls),

@@ -105,6 +105,12 @@ def include(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, f"testapp/include.ptl:{name}")
 
 
+def py_template(request: HttpRequest, name: str) -> HttpResponse:
+    """A template of a plain Python module (testapp/converted.py), by function name."""
+    context = {"title": "<T>", "items": ["a&b", "<i>"]}
+    return render(request, f"testapp/converted.py:{name}", context)
+
+
 def calls_raises(request: HttpRequest) -> HttpResponse:
     return render(request, "testapp/calls_raises.ptl")
 
