@@ -123,13 +123,19 @@ class PTL:
 
     def init_app(self, app: Flask) -> None:
         """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
-        ``.ptl`` names in ``app.jinja_env`` and the CSP request hooks (idle unless
-        ``PTL_CSP`` is true)."""
+        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
+        ``PTL_CSP`` is true) and Flask's CSRF policy for forms."""
         app.config.setdefault("PTL_AUTO_RELOAD", None)
         app.config.setdefault("PTL_SEARCH_PATH", [])
         app.config.setdefault("PTL_CSP", False)
         app.config.setdefault("PTL_CSP_DIRECTIVES", {})
         app.extensions["ptl"] = _AppState(app)
+        # Forms made in a request get Flask's CSRF policy whatever they are given (None
+        # for an empty form, say), not only flask.request.
+        from ptl_wsgi.contrib.forms_flask import adapter
+        from ptl_wsgi.forms.adapters import register
+
+        register(adapter)
         _install_jinja(app)
         # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
         app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
