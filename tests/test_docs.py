@@ -6,8 +6,11 @@ Which test covers which page:
 * docs/security.md: tests/test_safety.py::test_security_doc_examples
 * docs/architecture.md (no examples, an import graph): tests/test_rooms.py
 * the pages in ``RUN``: run here, by the convention below
-* the pages in ``FRAGMENTS`` (excerpts of larger applications, using names they do not
-  define): each ``python`` block compiles here, as PTL when it is a template module
+* the pages in ``SCENARIOS`` (excerpts of larger applications, using names they do not
+  define): run here with what they need (a temp template folder, a Flask app, Django's test
+  settings), given by the page's :class:`Scenario`, their output asserted
+* the pages in ``FRAGMENTS``: each ``python`` block compiles here, as PTL when it is a
+  template module
 
 The convention for the pages in ``RUN``, one fresh project directory per page:
 
@@ -35,6 +38,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_scenarios import SCENARIOS
 from ptl_helpers import REPO, import_sandbox, subprocess_env
 
 from ptl_wsgi.cli import build_parser
@@ -51,7 +55,7 @@ RUN = [
     "helpers.md",
     "layouts.md",
 ]
-FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md", "i18n.md"]
+FRAGMENTS = ["flask.md", "django.md", "i18n.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"^(?:#|\{#)\s*file:\s*(\S+)")
@@ -63,7 +67,7 @@ def blocks(page: str) -> list[tuple[str, str]]:
 
 def test_every_page_is_covered() -> None:
     pages = {p.name for p in DOCS.glob("*.md")}
-    assert pages == ELSEWHERE | set(RUN) | set(FRAGMENTS)
+    assert pages == ELSEWHERE | set(RUN) | set(SCENARIOS) | set(FRAGMENTS)
 
 
 def run_console(text: str, cwd: Path) -> None:
@@ -125,6 +129,51 @@ def test_page_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                 continue
             ran += 1
     assert ran, f"{page} has no examples"
+
+
+# The first line of a block that is a file of the example project: "# templates/page.ptl".
+PATH_LINE = re.compile(r"#\s*([\w./-]+\.(?:ptl|py|cgi))\s*$")
+
+
+@pytest.mark.parametrize("page", sorted(SCENARIOS))
+def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block of *page* runs with what its scenario gives it, and its output is checked."""
+    scenario = SCENARIOS[page]
+    monkeypatch.chdir(tmp_path)
+    page_blocks = blocks(page)
+    assert set(scenario.then) <= set(range(len(page_blocks))), "then names a missing block"
+    for path, text in scenario.files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    code_blocks: list[tuple[int, str, str]] = []
+    # Files first: an example may use a template the page shows further down.
+    for index, (kind, text) in enumerate(page_blocks):
+        first = text.split("\n", 1)[0]
+        path_line = PATH_LINE.match(first) if kind == "python" else None
+        path = scenario.named_blocks.get(index) or (path_line.group(1) if path_line else None)
+        if path is not None:
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text, encoding="utf-8")
+        code_blocks.append((index, kind, "" if path is not None else text))
+    namespace: dict[str, object] = {"__name__": f"doc_{page[:-3]}"}
+    with import_sandbox(tmp_path):
+        exec(compile(scenario.given, f"{page} given", "exec"), namespace)
+        try:
+            for index, kind, text in code_blocks:
+                name = f"{page} block {index}"
+                if kind == "python" and text:
+                    compiler = compile_ptl if "[html]" in text else compile
+                    code = compiler(text, name) if compiler is compile_ptl else compile(
+                        text, name, "exec"
+                    )
+                    exec(code, namespace)
+                elif kind == "sh":
+                    check_sh(text)
+                if index in scenario.then:
+                    namespace["BLOCK_TEXT"] = page_blocks[index][1]
+                    exec(compile(scenario.then[index], f"{page} then {index}", "exec"), namespace)
+        finally:
+            exec(compile(scenario.cleanup, f"{page} cleanup", "exec"), namespace)
 
 
 @pytest.mark.parametrize("page", FRAGMENTS)

@@ -1,0 +1,223 @@
+"""What the examples of the fragment pages need to run, and what their output must be.
+
+A helper module for tests/test_docs.py, not a test module.  Each page's
+:class:`Scenario` gives its examples the names they use but do not define
+(``given``), the files they need beside the ones the page shows, and, after
+block N runs, the assertions ``then[N]`` on what it made.  The code is run in
+one namespace per page, in a fresh project directory that is the working
+directory and first on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Scenario:
+    """The world one page's examples run in."""
+
+    given: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+    #: Blocks written to a file although their first line names none (a CGI script).
+    named_blocks: dict[int, str] = field(default_factory=dict)
+    then: dict[int, str] = field(default_factory=dict)
+    cleanup: str = ""
+
+
+LOADER = Scenario(
+    given="""
+class Post:
+    title = "<Hello>"
+
+post, user = Post(), "Ann & Bob"
+""",
+    files={"templates/blog/parts.ptl": "def byline [html] (name):\n    '<p>by %s</p>' % name\n"},
+    then={
+        0: """
+assert html == "<title>&lt;Hello&gt;</title><main><p>by Ann &amp; Bob</p></main>", html
+""",
+    },
+    cleanup="loader.close()",
+)
+
+
+WSGI = Scenario(
+    given="""
+import subprocess, sys, xmlrpc.client
+from werkzeug.test import Client
+from ptl_wsgi.loader import Loader
+from ptl_wsgi.publish import Directory, get_request
+from ptl_wsgi.wsgi import view
+
+def legacy_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"legacy"]
+
+loader = Loader(["templates"])
+root = loader.module("pages.ptl").Root()
+""",
+    files={
+        "templates/parts.ptl": "def sidebar [html] (user):\n    '<aside>%s</aside>' % user\n",
+    },
+    named_blocks={7: "hello.cgi"},
+    then={
+        0: """
+assert Client(app).get("/?name=<b>").text == "<p>Hello, &lt;b&gt;!</p>"
+""",
+        1: """
+client = Client(app)
+assert client.get("/sidebar?user=<i>").text == "<aside>&lt;i&gt;</aside>"
+assert client.get("/elsewhere").text == "legacy"
+""",
+        2: """
+response = Client(app).get("/")
+policy = response.headers["Content-Security-Policy"]
+assert "'nonce-" in policy and "img-src 'self' data:" in policy, policy
+assert '<a href="/item-1/">Item 1</a>' in response.text
+scripts = CSP(view(lambda request: loader.module("scripts.ptl").scripts()))
+response = Client(scripts).get("/")
+nonce = response.headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+assert response.text == f'<script nonce="{nonce}" src="/static/app.js"></script>'
+""",
+        5: """
+import runpy
+client = Client(runpy.run_path("app.py")["app"])
+assert client.get("/item-1/").text == "<h1>1</h1>"
+assert client.get("/item-1").status_code == 301
+assert client.get("/item-1/edit").status_code == 403
+signed_in = {"Authorization": "Basic YTpi"}
+assert client.get("/item-1/edit", headers=signed_in).text == "<form>...</form>"
+assert client.get("/robots.txt").text == "User-agent: *\\n"
+assert client.get("/nothing/").status_code == 404
+""",
+        6: """
+def call(method, *args):
+    body = xmlrpc.client.dumps(args, method).encode()
+    response = Client(app).post("/", data=body, content_type="text/xml")
+    return xmlrpc.client.loads(response.data)[0][0]
+
+assert call("add", 2, 3) == 5
+try:
+    call("get", "k")
+except xmlrpc.client.Fault as fault:
+    assert (fault.faultCode, fault.faultString) == (404, "no 'k'")
+else:
+    raise AssertionError("no fault")
+""",
+        7: """
+environ = {"GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": "GET", "QUERY_STRING": "name=<b>",
+           "SERVER_NAME": "localhost", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+           "PYTHONPATH": ":".join(sys.path)}
+result = subprocess.run([sys.executable, "-m", "ptl_wsgi.cgiapp", "hello.cgi"], env=environ,
+                        capture_output=True, timeout=60)
+assert result.stdout.endswith(b"\\r\\n\\r\\n<p>Hello, &lt;b&gt;!</p>"), result
+""",
+    },
+    cleanup="loader.close()",
+)
+
+
+FORMS = Scenario(
+    given="""
+import datetime, re
+from typing import Protocol
+import flask
+from django.test import RequestFactory
+from itsdangerous import URLSafeTimedSerializer
+from werkzeug.test import Client
+from ptl_wsgi.forms import CSRFPolicy, FormData
+
+def token_in(html, field="csrf_token"):
+    return re.search(f'name="{field}" value="([^"]+)"', html).group(1)
+
+# Block 0's `request`: a Flask request posting a valid Flask-WTF token.
+doc_app = flask.Flask("doc_forms")
+doc_app.config["SECRET_KEY"] = "doc secret"
+token = URLSafeTimedSerializer("doc secret", salt="wtf-csrf-token").dumps("r" * 40)
+context = doc_app.test_request_context(
+    "/", method="POST", data={"name": "Ann <3", "email": "ann@example.com", "csrf_token": token}
+)
+context.push()
+flask.session["csrf_token"] = "r" * 40
+request = flask.request
+saved, stored, placed, tasks = [], [], [], []
+save = saved.append
+store = lambda author, body: stored.append((author, body))
+place_order = lambda size, quantity: placed.append((size, quantity))
+add_task = lambda title, due: tasks.append((title, due))
+""",
+    then={
+        0: """
+context.pop()
+assert saved == [{"name": "Ann <3", "email": "ann@example.com"}], saved
+assert "<form" in html and 'value="Ann &lt;3"' in html
+""",
+        1: """
+client = app.test_client()
+token = token_in(client.get("/comment").text)
+page = client.post("/comment", data={"author": "<b>", "body": "HELLO", "csrf_token": token}).text
+assert "Please don&#x27;t shout." in page and 'value="&lt;b&gt;"' in page
+response = client.post("/comment", data={"author": "Al", "body": "Hi", "csrf_token": token})
+assert (response.status_code, response.location, stored) == (302, "/thanks", [("Al", "Hi")])
+assert "expired" in client.post("/comment", data={"author": "Al", "body": "Hi"}).text
+""",
+        2: """
+factory = RequestFactory()
+assert 'name="csrfmiddlewaretoken"' in order(factory.get("/")).content.decode()
+posted = factory.post("/", {"size": "l", "quantity": "2"})
+posted.csrf_processing_done = True  # what CsrfViewMiddleware marks on a good token
+response = order(posted)
+assert (response.status_code, response["Location"], placed) == (302, "/done/", [("l", 2)])
+""",
+        3: """
+client = Client(application)
+token = token_in(client.get("/").text)
+data = {"title": "<t>", "due": "2026-01-02", "csrf_token": token}
+assert client.post("/", data=data).status_code == 303
+assert tasks == [("<t>", datetime.date(2026, 1, 2))]
+assert "expired" in client.post("/", data={"title": "x"}).text
+""",
+        4: """
+from ptl_wsgi.forms import DateWidget, Form, SubmitButton, TextWidget
+from ptl_wsgi.loader import Loader
+pages_loader = Loader(["."])
+pages = pages_loader.module("pages.ptl")
+form = Form({"title": "<x>"}, csrf=False)
+form.add(TextWidget, "title", required=True)
+form.add(DateWidget, "due")
+form.add(SubmitButton, "save", "Save")
+html = str(pages.edit_page(form))
+assert html.startswith('<h1>Edit</h1><form method="post"'), html
+assert html.rstrip().endswith('value="1">Save</button>\\n</div>\\n</form>'), html
+assert '<div class="row wide"><label for="id_title">' in html and 'value="&lt;x&gt;"' in html
+pages_loader.close()
+""",
+        5: """
+from ptl_wsgi.forms import Form, TextWidget, ValidationError
+
+def letters_only(value):
+    if not value.isalpha():
+        raise ValidationError("Use letters only.")
+
+form = Form({"name": '"><script>'}, csrf=False)
+form.add(TextWidget, "name", required=True, hint="As you like to be called",
+         validators=[letters_only])
+form.validate()
+shown = re.sub(r"\\n\\s+", " ", BLOCK_TEXT.strip())
+assert str(form["name"].render()).rstrip() == shown, repr(str(form["name"].render()))
+""",
+        6: """
+from ptl_wsgi.forms import adapters
+public = lambda cls: {name for name in vars(cls) if not name.startswith("_")}
+assert public(FormsAdapter) == public(adapters.FormsAdapter) == {"form_data", "csrf_policy"}
+""",
+        7: """
+assert form.is_submitted() and form.data.getlist("tags") == ["a", "b"]
+assert form.data.getlist("name") == ["<script>"]
+""",
+    },
+)
+
+
+SCENARIOS: dict[str, Scenario] = {"loader.md": LOADER, "wsgi.md": WSGI, "forms.md": FORMS}
