@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (example files and expected pages read best one to a line)
 """What the examples of the fragment pages need to run, and what their output must be.
 
 A helper module for tests/test_docs.py, not a test module.  Each page's
@@ -19,8 +20,9 @@ class Scenario:
 
     given: str = ""
     files: dict[str, str] = field(default_factory=dict)
-    #: Blocks written to a file although their first line names none (a CGI script).
-    named_blocks: dict[int, str] = field(default_factory=dict)
+    #: Blocks written to a file although their first line names none (a CGI script), as
+    #: a path or (path, a prefix giving the excerpt the imports its module would have).
+    named_blocks: dict[int, str | tuple[str, str]] = field(default_factory=dict)
     then: dict[int, str] = field(default_factory=dict)
     cleanup: str = ""
 
@@ -220,4 +222,138 @@ assert form.data.getlist("name") == ["<script>"]
 )
 
 
-SCENARIOS: dict[str, Scenario] = {"loader.md": LOADER, "wsgi.md": WSGI, "forms.md": FORMS}
+FLASK = Scenario(
+    given="""
+import os, re
+import flask
+from flask import Blueprint, get_template_attribute, stream_template
+
+class Post:
+    title = "<A>"
+
+load_posts = lambda: [Post()]
+post, theme = Post(), "dark"
+
+class User:
+    name, email = "Ann <3", "ann@example.com"
+
+class Mail:
+    sent = []
+
+    def send(self, to, body):
+        self.sent.append((to, body))
+
+user, mail = User(), Mail()
+
+class DB:
+    def all_entries(self):
+        return [{"id": 1, "name": "<Al>"}, {"id": 2, "name": "Bo"}]
+
+db = DB()
+entry = db.all_entries()[0]
+bp = Blueprint("entries", "doc_entries", template_folder="entries/templates", root_path=os.getcwd())
+""",
+    files={
+        "templates/about.html": "<p>{{ 'Jinja2 & co' }}</p>",
+        "templates/layout.ptl": (
+            "def page [html] (title, body):\n    '<title>%s</title>' % title\n    body\n"
+            "def head [html] (title):\n    '<h1>%s</h1><ul>' % title\n"
+            "def foot [html] ():\n    '</ul>'\n"
+        ),
+        "templates/partials.ptl": "def entry_card [html] (entry):\n    '<li>%s</li>' % entry['name']\n",
+        "templates/cards/entry.ptl": "def render [html] (entry):\n    '<div>%s</div>' % entry['name']\n",
+        "templates/post.ptl": "def render [html] (post):\n    '<p>%s</p>' % post.title\n",
+        "templates/themes/dark/post.ptl": "def render [html] (post):\n    '<p class=dark>%s</p>' % post.title\n",
+        "templates/mail/welcome.ptl": "def render [plain] (user):\n    'Hello %s!' % user.name\n",
+        "templates/robots.ptl": "def render [plain] ():\n    'User-agent: *'\n",
+        "templates/macros.html": "{% macro button(label) %}<button>{{ label }}</button>{% endmacro %}",
+        "templates/form.ptl": "def render [html] (button):\n    '<form>%s</form>' % button\n",
+        "templates/card.ptl": "def render [html] (post):\n    '<b>%s</b>' % post.title\n",
+        "templates/page.html": "<main>{{ card }}</main>",
+        "myapp/__init__.py": (
+            "import flask\nfrom ptl_wsgi.contrib.flask import PTL\n"
+            "app = flask.Flask(__name__)\nPTL(app)\n"
+            "def count_entries():\n    return 7\n"
+            "from myapp import views  # noqa: E402\n"
+        ),
+        "myapp/templates/about.ptl": "def render [html] (count):\n    '<p>%d entries</p>' % count\n",
+    },
+    named_blocks={
+        5: "templates/flashes.ptl",
+        8: ("myapp/views.py", "from myapp import app, count_entries\n"),
+        12: "templates/scripts.ptl",
+        13: "templates/includes.html",
+    },
+    then={
+        0: """
+# Routes the later examples need, added before the app serves anything.
+app.secret_key = "doc secret"  # for flash()
+app.add_url_rule("/archive", "archive", lambda: "")
+app.add_url_rule("/scripts", "scripts", lambda: flask.render_template("scripts.ptl"))
+app.add_url_rule("/includes", "includes", lambda: flask.render_template("includes.html", entry=entry))
+""",
+        2: """
+assert "ptl" in create_app().extensions
+request_context = app.test_request_context("/")
+request_context.push()
+""",
+        3: """
+assert _ == "<p class=dark>&lt;A&gt;</p>", _
+""",
+        4: """
+entries_app = flask.Flask("doc_entries_app", root_path=os.getcwd())
+PTL(entries_app)
+""",
+        6: """
+assert body == "Hello Ann <3!" and mail.sent == [("ann@example.com", "Hello Ann <3!")]
+""",
+        7: """
+assert _ == "<title>Coming soon</title><p>Soon.</p>", _
+""",
+        8: """
+import myapp
+assert myapp.app.test_client().get("/about").text == "<p>7 entries</p>"
+""",
+        10: """
+entries_app.register_blueprint(bp)
+response = entries_app.test_client().get("/")
+assert response.is_streamed
+assert response.text == "<h1>Archive</h1><ul><li>&lt;Al&gt;</li><li>Bo</li></ul>", response.text
+with entries_app.test_request_context("/"):
+    shown = flask.render_template("entries/show.ptl", entry=entry)
+assert shown == "<title>Signature #1</title><li>&lt;Al&gt;</li>", shown
+""",
+        14: """
+assert button == "<button>Save</button>"
+assert flask.render_template("form.ptl", button=button) == "<form><button>Save</button></form>"
+assert _ == "<main><b>&lt;A&gt;</b></main>", _
+with app.test_request_context("/"):
+    flask.flash("<hi>")
+    flashes = flask.render_template("flashes.ptl", posts=[])
+assert flashes == '<p class="flash">&lt;hi&gt;</p><a href="/archive">Archive</a>', flashes
+request_context.pop()
+client = app.test_client()
+response = client.get("/")
+assert response.text == "<ul><li>&lt;A&gt;</li></ul>", response.text
+assert client.get("/about").text == "<p>Jinja2 &amp; co</p>"
+robots = client.get("/robots.txt")
+assert (robots.text, robots.mimetype) == ("User-agent: *", "text/plain")
+policy = response.headers["Content-Security-Policy"]
+assert "img-src 'self' data:" in policy
+page = client.get("/scripts")
+nonce = page.headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+assert page.text == f'<script nonce="{nonce}" src="/static/app.js"></script>', page.text
+includes = client.get("/includes").text
+shown = re.sub(r"\\s+", "", includes)
+assert shown == "<div>&lt;Al&gt;</div><li>&lt;Al&gt;</li><li>&lt;Al&gt;</li>", includes
+""",
+    },
+)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "loader.md": LOADER,
+    "wsgi.md": WSGI,
+    "forms.md": FORMS,
+    "flask.md": FLASK,
+}

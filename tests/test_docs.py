@@ -28,6 +28,7 @@ The convention for the pages in ``RUN``, one fresh project directory per page:
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import doctest
 import os
@@ -55,7 +56,7 @@ RUN = [
     "helpers.md",
     "layouts.md",
 ]
-FRAGMENTS = ["flask.md", "django.md", "i18n.md"]
+FRAGMENTS = ["django.md", "i18n.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"^(?:#|\{#)\s*file:\s*(\S+)")
@@ -135,6 +136,22 @@ def test_page_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 PATH_LINE = re.compile(r"#\s*([\w./-]+\.(?:ptl|py|cgi))\s*$")
 
 
+def run_block(text: str, name: str, namespace: dict[str, object]) -> None:
+    """Run *text*; as at a Python prompt, the value of a last bare expression is ``_``."""
+    try:
+        tree = ast.parse(text, name)
+    except SyntaxError:  # a template module: PTL, not Python
+        exec(compile_ptl(text, name), namespace)
+        return
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr):
+        tree.body.pop()
+        exec(compile(tree, name, "exec"), namespace)
+        namespace["_"] = eval(compile(ast.Expression(last.value), name, "eval"), namespace)
+    else:
+        exec(compile(tree, name, "exec"), namespace)
+
+
 @pytest.mark.parametrize("page", sorted(SCENARIOS))
 def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every block of *page* runs with what its scenario gives it, and its output is checked."""
@@ -150,10 +167,12 @@ def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
     for index, (kind, text) in enumerate(page_blocks):
         first = text.split("\n", 1)[0]
         path_line = PATH_LINE.match(first) if kind == "python" else None
-        path = scenario.named_blocks.get(index) or (path_line.group(1) if path_line else None)
+        named = scenario.named_blocks.get(index)
+        path, prefix = named if isinstance(named, tuple) else (named, "")
+        path = path or (path_line.group(1) if path_line else None)
         if path is not None:
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / path).write_text(text, encoding="utf-8")
+            (tmp_path / path).write_text(prefix + text, encoding="utf-8")
         code_blocks.append((index, kind, "" if path is not None else text))
     namespace: dict[str, object] = {"__name__": f"doc_{page[:-3]}"}
     with import_sandbox(tmp_path):
@@ -162,11 +181,7 @@ def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
             for index, kind, text in code_blocks:
                 name = f"{page} block {index}"
                 if kind == "python" and text:
-                    compiler = compile_ptl if "[html]" in text else compile
-                    code = compiler(text, name) if compiler is compile_ptl else compile(
-                        text, name, "exec"
-                    )
-                    exec(code, namespace)
+                    run_block(text, name, namespace)
                 elif kind == "sh":
                     check_sh(text)
                 if index in scenario.then:

@@ -398,8 +398,16 @@ class _JinjaLoader(jinja2.BaseLoader):
         app: Flask = environment.app  # type: ignore[attr-defined]
         if app.config.get("EXPLAIN_TEMPLATE_LOADING"):
             _explain(app, name)
-        template = _ptl_template(app, name)
-        return PTLTemplate._create(environment, name, template.filename, globals or {})
+        try:
+            filename = _ptl_template(app, name).filename
+        except TemplateNotFound as exc:
+            # {% from "partials.ptl" import card %} needs the module, not its render
+            # template: a file without one still loads; rendering it raises this error.
+            # (A file found but not a template: a reason, and that one file tried.)
+            if ":" in name or not exc.reason or len(exc.tried) != 1:
+                raise
+            filename = exc.tried[0]
+        return PTLTemplate._create(environment, name, filename, globals or {})
 
     def list_templates(self) -> list[str]:
         return self.inner.list_templates() if self.inner is not None else []
