@@ -23,6 +23,8 @@ class Scenario:
     #: Blocks written to a file although their first line names none (a CGI script), as
     #: a path or (path, a prefix giving the excerpt the imports its module would have).
     named_blocks: dict[int, str | tuple[str, str]] = field(default_factory=dict)
+    #: Blocks run in the namespace although their first line names a file (settings.py).
+    run: set[int] = field(default_factory=set)
     then: dict[int, str] = field(default_factory=dict)
     cleanup: str = ""
 
@@ -351,9 +353,139 @@ assert shown == "<div>&lt;Al&gt;</div><li>&lt;Al&gt;</li><li>&lt;Al&gt;</li>", i
 )
 
 
+DJANGO = Scenario(
+    given="""
+import re, sys, types, unittest
+from pathlib import Path
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpResponse
+from django.template import engines
+from django.test import RequestFactory, SimpleTestCase, override_settings
+
+BASE_DIR = Path.cwd()
+factory = RequestFactory()
+
+class Question:
+    def __init__(self, text):
+        self.text = text
+
+    def get_absolute_url(self):
+        return "/polls/1/?a=1&b=2"
+
+class User:
+    first_name, email = "Ann", "ann@example.com"
+
+user = User()
+""",
+    files={
+        "templates/layout.ptl": (
+            "def page [html] (title, body, messages):\n"
+            "    '<title>%s</title>' % title\n"
+            "    for message in messages:\n"
+            "        '<p>%s</p>' % message\n"
+            "    body\n"
+        ),
+        "doc_polls_urls.py": (
+            "from django.shortcuts import render\n"
+            "from django.urls import path\n"
+            "class Question:\n"
+            "    text = 'Why?'\n"
+            "    def get_absolute_url(self):\n"
+            "        return '/polls/1/'\n"
+            "def index(request):\n"
+            "    context = {'questions': [Question()], 'messages': []}\n"
+            "    return render(request, 'polls/index.ptl', context)\n"
+            "urlpatterns = [path('polls/', index)]\n"
+        ),
+    },
+    named_blocks={2: "templates/polls/index.ptl", 3: "templates/edit.ptl", 5: "templates/scripts.ptl"},
+    run={0, 4},
+    then={
+        0: """
+TEMPLATES[1]["OPTIONS"]["context_processors"] = []  # the page's [...]
+templates_settings = override_settings(TEMPLATES=TEMPLATES)
+templates_settings.enable()
+assert type(engines["ptl"]).__name__ == "PTLTemplates"
+assert engines["ptl"].template_dirs[0] == BASE_DIR / "templates"
+""",
+        1: """
+backend = {"BACKEND": "django.template.backends.django.DjangoTemplates"}
+with override_settings(TEMPLATES=[backend, backend]):
+    try:
+        engines.all()
+    except ImproperlyConfigured as exc:
+        assert " ".join(str(exc).split()) == " ".join(BLOCK_TEXT.split(": ", 1)[1].split())
+    else:
+        raise AssertionError("no error")
+""",
+        2: """
+html = engines["ptl"].get_template("polls/index.ptl").render(
+    {"questions": [Question("<Why?>")], "messages": ["Saved & done"]}
+)
+assert html == (
+    "<title>Polls</title><p>Saved &amp; done</p><ul>\\n"
+    '<li><a href="/polls/1/?a=1&amp;b=2">&lt;Why?&gt;</a></li>\\n</ul>\\n'
+), html
+assert engines["ptl"].get_template("polls/index.ptl:row").render({"question": Question("Q")}) == (
+    '<li><a href="/polls/1/?a=1&amp;b=2">Q</a></li>\\n'
+)
+""",
+        3: """
+from django import forms
+
+class NameForm(forms.Form):
+    name = forms.CharField(initial="<Al>")
+
+request = factory.get("/edit/")
+html = engines["ptl"].get_template("edit.ptl").render({"form": NameForm()}, request)
+assert html.startswith('<form method="post" action="/edit/"><input type="hidden" name="csrfmiddlewaretoken"'), html
+assert 'name="name" value="&lt;Al&gt;"' in html and html.endswith("<button>Save</button></form>")
+""",
+        4: """
+from ptl_wsgi.contrib.django import CSPMiddleware
+
+with override_settings(MIDDLEWARE=MIDDLEWARE, PTL_CSP_DIRECTIVES=PTL_CSP_DIRECTIVES):
+    def view(request):
+        return HttpResponse(engines["ptl"].get_template("scripts.ptl").render(request=request))
+
+    response = CSPMiddleware(view)(factory.get("/"))
+policy = response["Content-Security-Policy"]
+assert "img-src 'self' data:" in policy and "frame-ancestors 'none'" in policy, policy
+nonce = policy.split("'nonce-")[1].split("'")[0]
+assert response.content.decode() == f'<script nonce="{nonce}" src="/static/app.js"></script>'
+""",
+        7: """
+from django.core import mail
+assert mail.outbox[-1].body == "Hello Ann,\\n\\nwelcome to <Our Site> & enjoy.\\n"
+assert mail.outbox[-1].to == ["ann@example.com"]
+""",
+        8: """
+response = greet(factory.get("/", {"name": "<b>"}))
+assert response.content == b"<p>Hello, &lt;b&gt;</p>"
+assert response["Content-Type"] == "text/html; charset=utf-8"
+""",
+        9: """
+@override_settings(ROOT_URLCONF="doc_polls_urls")
+class PollsTests(SimpleTestCase):
+    pass
+
+PollsTests.test_index = test_index
+result = unittest.TestResult()
+unittest.TestSuite([PollsTests("test_index")]).run(result)  # as Django's runner runs it
+assert result.wasSuccessful() and result.testsRun == 1, result.failures + result.errors
+""",
+    },
+    cleanup="""
+if "templates_settings" in globals():
+    templates_settings.disable()
+""",
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "loader.md": LOADER,
     "wsgi.md": WSGI,
     "forms.md": FORMS,
     "flask.md": FLASK,
+    "django.md": DJANGO,
 }

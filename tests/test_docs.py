@@ -56,7 +56,7 @@ RUN = [
     "helpers.md",
     "layouts.md",
 ]
-FRAGMENTS = ["django.md", "i18n.md"]
+FRAGMENTS = ["i18n.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"^(?:#|\{#)\s*file:\s*(\S+)")
@@ -166,7 +166,8 @@ def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
     # Files first: an example may use a template the page shows further down.
     for index, (kind, text) in enumerate(page_blocks):
         first = text.split("\n", 1)[0]
-        path_line = PATH_LINE.match(first) if kind == "python" else None
+        runs = kind == "python" and index in scenario.run
+        path_line = PATH_LINE.match(first) if kind == "python" and not runs else None
         named = scenario.named_blocks.get(index)
         path, prefix = named if isinstance(named, tuple) else (named, "")
         path = path or (path_line.group(1) if path_line else None)
