@@ -6,8 +6,11 @@ Which test covers which page:
 * docs/security.md: tests/test_safety.py::test_security_doc_examples
 * docs/architecture.md (no examples, an import graph): tests/test_rooms.py
 * the pages in ``RUN``: run here, by the convention below
-* the pages in ``FRAGMENTS`` (excerpts of larger applications, using names they do not
-  define): each ``python`` block compiles here, as PTL when it is a template module
+* the pages in ``SCENARIOS`` (excerpts of larger applications, using names they do not
+  define): run here with what they need (a temp template folder, a Flask app, Django's test
+  settings), given by the page's :class:`Scenario`, their output asserted
+* the pages in ``FRAGMENTS``: each ``python`` block compiles here, as PTL when it is a
+  template module
 
 The convention for the pages in ``RUN``, one fresh project directory per page:
 
@@ -25,6 +28,7 @@ The convention for the pages in ``RUN``, one fresh project directory per page:
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import doctest
 import os
@@ -35,6 +39,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_scenarios import SCENARIOS
 from ptl_helpers import REPO, import_sandbox, subprocess_env
 
 from ptl_wsgi.cli import build_parser
@@ -54,7 +59,7 @@ RUN = [
 ]
 # Pages whose examples are t-strings: their syntax is Python 3.14+.
 NEEDS_314 = {"tstrings.md"}
-FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md", "i18n.md"]
+FRAGMENTS = ["i18n.md"]
 
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"^(?:#|\{#)\s*file:\s*(\S+)")
@@ -66,7 +71,7 @@ def blocks(page: str) -> list[tuple[str, str]]:
 
 def test_every_page_is_covered() -> None:
     pages = {p.name for p in DOCS.glob("*.md")}
-    assert pages == ELSEWHERE | set(RUN) | set(FRAGMENTS)
+    assert pages == ELSEWHERE | set(RUN) | set(SCENARIOS) | set(FRAGMENTS)
 
 
 def run_console(text: str, cwd: Path) -> None:
@@ -130,6 +135,66 @@ def test_page_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                 continue
             ran += 1
     assert ran, f"{page} has no examples"
+
+
+# The first line of a block that is a file of the example project: "# templates/page.ptl".
+PATH_LINE = re.compile(r"#\s*([\w./-]+\.(?:ptl|py|cgi))\s*$")
+
+
+def run_block(text: str, name: str, namespace: dict[str, object]) -> None:
+    """Run *text*; as at a Python prompt, the value of a last bare expression is ``_``."""
+    try:
+        tree = ast.parse(text, name)
+    except SyntaxError:  # a template module: PTL, not Python
+        exec(compile_ptl(text, name), namespace)
+        return
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr):
+        tree.body.pop()
+        exec(compile(tree, name, "exec"), namespace)
+        namespace["_"] = eval(compile(ast.Expression(last.value), name, "eval"), namespace)
+    else:
+        exec(compile(tree, name, "exec"), namespace)
+
+
+@pytest.mark.parametrize("page", sorted(SCENARIOS))
+def test_scenario_examples(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block of *page* runs with what its scenario gives it, and its output is checked."""
+    scenario = SCENARIOS[page]
+    monkeypatch.chdir(tmp_path)
+    page_blocks = blocks(page)
+    assert set(scenario.then) <= set(range(len(page_blocks))), "then names a missing block"
+    for path, text in scenario.files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    code_blocks: list[tuple[int, str, str]] = []
+    # Files first: an example may use a template the page shows further down.
+    for index, (kind, text) in enumerate(page_blocks):
+        first = text.split("\n", 1)[0]
+        runs = kind == "python" and index in scenario.run
+        path_line = PATH_LINE.match(first) if kind == "python" and not runs else None
+        named = scenario.named_blocks.get(index)
+        path, prefix = named if isinstance(named, tuple) else (named, "")
+        path = path or (path_line.group(1) if path_line else None)
+        if path is not None:
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(prefix + text, encoding="utf-8")
+        code_blocks.append((index, kind, "" if path is not None else text))
+    namespace: dict[str, object] = {"__name__": f"doc_{page[:-3]}"}
+    with import_sandbox(tmp_path):
+        exec(compile(scenario.given, f"{page} given", "exec"), namespace)
+        try:
+            for index, kind, text in code_blocks:
+                name = f"{page} block {index}"
+                if kind == "python" and text:
+                    run_block(text, name, namespace)
+                elif kind == "sh":
+                    check_sh(text)
+                if index in scenario.then:
+                    namespace["BLOCK_TEXT"] = page_blocks[index][1]
+                    exec(compile(scenario.then[index], f"{page} then {index}", "exec"), namespace)
+        finally:
+            exec(compile(scenario.cleanup, f"{page} cleanup", "exec"), namespace)
 
 
 @pytest.mark.parametrize("page", FRAGMENTS)

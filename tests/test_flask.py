@@ -548,6 +548,18 @@ def test_jinja_import_of_ptl_gives_its_functions() -> None:
             flask.render_template_string('{% import "interop.ptl:card" as c %}{{ c.x }}')
 
 
+def test_jinja_import_of_a_ptl_module_without_a_render_template(tmp_path: Path) -> None:
+    # A module of macros has no render: importing from it works, rendering it does not.
+    write(tmp_path / "macros.ptl", "def card [html] (title):\n    '<b>%s</b>' % title\n")
+    app = make_app(tmp_path)
+    PTL(app)
+    with app.test_request_context():
+        source = '{% from "macros.ptl" import card %}{{ card("<x>") }}'
+        assert flask.render_template_string(source) == "<b>&lt;x&gt;</b>"
+        with pytest.raises(TemplateNotFound, match=r"no template 'render' in macros\.ptl"):
+            flask.render_template("macros.ptl")
+
+
 def test_blueprint_templates_through_flasks_render_template() -> None:
     app = make_app()
     PTL(app)

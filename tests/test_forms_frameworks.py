@@ -104,6 +104,47 @@ def test_flask_without_secret_key_is_a_clear_error() -> None:
         Form(flask.request)
 
 
+def test_a_form_given_the_environ_or_nothing_inside_flask_gets_flasks_policy() -> None:
+    from ptl_wsgi.contrib.flask import PTL
+
+    app = make_flask_app()
+    PTL(app)  # registers Flask's forms adapter: a form given None is protected too
+    with app.test_request_context("/", method="POST"):
+        for given in (flask.request.environ, None):
+            form = Form(given)
+            assert isinstance(form["csrf_token"].policy, FlaskCSRF), given
+            assert 'name="csrf_token" value="' in str(form.render_end())
+
+
+def test_a_request_that_only_looks_like_djangos_is_not_read_as_one() -> None:
+    # Requests are told apart by the framework their class comes from, not by attributes.
+    class Impostor:
+        META: dict[str, str] = {}
+        POST = {"text": "forged"}
+        method = "POST"
+
+    with pytest.raises(TypeError, match="cannot read form data from Impostor"):
+        Form(Impostor(), csrf=False)
+
+
+def test_forms_import_a_framework_only_for_its_requests() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ptl_wsgi.forms import Form, TextWidget\n"
+        "form = Form({'text': 'x'}, csrf=False)\n"
+        "form.add(TextWidget, 'text')\n"
+        "assert form.validate() and str(form.render())\n"
+        "print(sorted(m for m in ('flask', 'django', 'jinja2') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.stdout.strip() == "[]", result.stderr
+
+
 # -- Django -----------------------------------------------------------------------
 
 

@@ -555,16 +555,28 @@ FORMAT_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, Ov
 TYPE_ERRORS = (TypeError,)
 
 
-def no_untrusted_markup(operation: Any, expected: tuple[type[BaseException], ...] = ()) -> None:
+def no_untrusted_markup(
+    operation: Any,
+    expected: tuple[type[BaseException], ...] = (),
+    reference: Any = None,
+) -> None:
     """*operation*'s result holds no "<": none was trusted.
 
-    Only the *expected* exceptions end the check early, so that a twin which
-    raised where it should return (say, on every concatenation) fails the
-    property instead of passing it vacuously.
+    Only the *expected* exceptions end the check early, and, given the
+    *reference* (the same operation on plain ``str``), only when it fails too:
+    so a twin which raised where it should return (say, on every
+    concatenation or every format call) fails the property instead of passing
+    it vacuously.
     """
     try:
         result = operation()
-    except expected:
+    except expected as exc:
+        if reference is not None:
+            try:
+                reference()
+            except expected:
+                return
+            raise AssertionError(f"str succeeds where the twin raised {exc!r}") from exc
         return
     parts = result if isinstance(result, (list, tuple)) else [result]
     for part in parts:
@@ -578,12 +590,18 @@ def test_untrusted_input_never_becomes_markup(impl, safe, bad, percent_fmt, brac
     value = build(bad, impl)
     no_untrusted_markup(lambda: ht + value, TYPE_ERRORS)
     no_untrusted_markup(lambda: value + ht, TYPE_ERRORS)
-    no_untrusted_markup(lambda: impl.htmltext(percent_fmt) % value, FORMAT_ERRORS)
     no_untrusted_markup(
-        lambda: impl.htmltext(brace_fmt).format(value, value, a=value, b=value), FORMAT_ERRORS
+        lambda: impl.htmltext(percent_fmt) % value, FORMAT_ERRORS, lambda: percent_fmt % value
     )
     no_untrusted_markup(
-        lambda: impl.htmltext(brace_fmt).format_map({"a": value, "b": value}), FORMAT_ERRORS
+        lambda: impl.htmltext(brace_fmt).format(value, value, a=value, b=value),
+        FORMAT_ERRORS,
+        lambda: brace_fmt.format(value, value, a=value, b=value),
+    )
+    no_untrusted_markup(
+        lambda: impl.htmltext(brace_fmt).format_map({"a": value, "b": value}),
+        FORMAT_ERRORS,
+        lambda: brace_fmt.format_map({"a": value, "b": value}),
     )
     no_untrusted_markup(lambda: ht.join([value, value]), TYPE_ERRORS)
     no_untrusted_markup(lambda: impl.htmlescape(value), TYPE_ERRORS)
@@ -602,9 +620,16 @@ def test_untrusted_input_never_becomes_markup(impl, safe, bad, percent_fmt, brac
 @given(trusted, untrusted, trusted_specs, st.sampled_from(CONVERSIONS))
 def test_format_field_never_trusts_untrusted_input(impl, safe, bad, spec, conversion):
     value = build(bad, impl)
-    no_untrusted_markup(lambda: impl.format_field(value, conversion, spec), FORMAT_ERRORS)
+    converted = {-1: lambda v: v, ord("s"): str, ord("r"): repr, ord("a"): ascii}[conversion]
     no_untrusted_markup(
-        lambda: impl.htmltext(safe + "{0:" + spec + "}").format(value), FORMAT_ERRORS
+        lambda: impl.format_field(value, conversion, spec),
+        FORMAT_ERRORS,
+        lambda: format(converted(value), spec),
+    )
+    no_untrusted_markup(
+        lambda: impl.htmltext(safe + "{0:" + spec + "}").format(value),
+        FORMAT_ERRORS,
+        lambda: (safe + "{0:" + spec + "}").format(value),
     )
 
 

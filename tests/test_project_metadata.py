@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -18,3 +19,25 @@ def test_dev_extra_is_an_alias_of_the_dev_group() -> None:
     # The extra stays for pips without --group; a dependency added to one list only
     # would give two kinds of dev venv.
     assert data["project"]["optional-dependencies"]["dev"] == data["dependency-groups"]["dev"]
+
+
+ROOT = PYPROJECT.parent
+
+
+def test_the_readme_development_table_is_the_makefile() -> None:
+    # Every target has a row, every row is a target: the table cannot drift from the Makefile.
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    phony = next(line for line in makefile.splitlines() if line.startswith(".PHONY:"))
+    targets = set(phony.split(":", 1)[1].split())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    development = readme.split("## Development", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `make ([\w-]+)` \|", development, re.M))
+    assert rows == targets
+
+
+def test_license_and_changelog_ship() -> None:
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    assert 'license-files = ["LICENSE"]' in PYPROJECT.read_text(encoding="utf-8")
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert changelog.index("## Unreleased") < changelog.index("## 0.1.0")

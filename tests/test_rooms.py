@@ -43,7 +43,8 @@ LAYERS: dict[str, int] = {
     "wsgi": 4,
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
-         "forms.form", "contrib.flask", "contrib.django", "contrib.django_i18n",
+         "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_django",
+         "contrib.flask", "contrib.django", "contrib.django_i18n",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",
          "contrib.django_i18n.management.commands.makemessages"],
         5,
@@ -164,6 +165,37 @@ def test_only_the_importer_runs_module_code() -> None:
         and not (node.args and isinstance(node.args[0], ast.Constant))
     }
     assert runners == {"importer"}
+
+
+# -- forms: the core knows no framework; the adapters in contrib do -------------------------
+
+
+def test_the_forms_core_imports_no_framework() -> None:
+    frameworks = ("flask", "django", "jinja2", "itsdangerous")
+    found = [
+        f"{path.name} imports {name}"
+        for path in sorted((PACKAGE / "forms").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name in (
+            [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        )
+        if name.partition(".")[0] in frameworks
+    ]
+    assert found == []
+    # Nor looks frameworks up behind the import system's back.
+    for path in (PACKAGE / "forms").glob("*.py"):
+        assert "sys.modules" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_every_adapter_named_in_the_table_is_one() -> None:
+    from ptl_wsgi.forms import adapters
+
+    for package, target in adapters.ADAPTERS.items():
+        module, _, attribute = target.partition(":")
+        assert module.startswith("ptl_wsgi.contrib."), target
+        adapter = getattr(importlib.import_module(module), attribute)
+        assert callable(adapter.form_data) and callable(adapter.csrf_policy), package
 
 
 # -- csp: the one CSP room, and its old home ------------------------------------------------

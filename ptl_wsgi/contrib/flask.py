@@ -129,13 +129,19 @@ class PTL:
 
     def init_app(self, app: Flask) -> None:
         """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
-        ``.ptl`` names in ``app.jinja_env`` and the CSP request hooks (idle unless
-        ``PTL_CSP`` is true)."""
+        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
+        ``PTL_CSP`` is true) and Flask's CSRF policy for forms."""
         app.config.setdefault("PTL_AUTO_RELOAD", None)
         app.config.setdefault("PTL_SEARCH_PATH", [])
         app.config.setdefault("PTL_CSP", False)
         app.config.setdefault("PTL_CSP_DIRECTIVES", {})
         app.extensions["ptl"] = _AppState(app)
+        # Forms made in a request get Flask's CSRF policy whatever they are given (None
+        # for an empty form, say), not only flask.request.
+        from ptl_wsgi.contrib.forms_flask import adapter
+        from ptl_wsgi.forms.adapters import register
+
+        register(adapter)
         _install_jinja(app)
         # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
         app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
@@ -400,8 +406,16 @@ class _JinjaLoader(jinja2.BaseLoader):
         app: Flask = environment.app  # type: ignore[attr-defined]
         if app.config.get("EXPLAIN_TEMPLATE_LOADING"):
             _explain(app, name)
-        template = _ptl_template(app, name)
-        return PTLTemplate._create(environment, name, template.filename, globals or {})
+        try:
+            filename = _ptl_template(app, name).filename
+        except TemplateNotFound as exc:
+            # {% from "partials.ptl" import card %} needs the module, not its render
+            # template: a file without one still loads; rendering it raises this error.
+            # (A file found but not a template: a reason, and that one file tried.)
+            if ":" in name or not exc.reason or len(exc.tried) != 1:
+                raise
+            filename = exc.tried[0]
+        return PTLTemplate._create(environment, name, filename, globals or {})
 
     def list_templates(self) -> list[str]:
         return self.inner.list_templates() if self.inner is not None else []

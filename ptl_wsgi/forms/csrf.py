@@ -1,12 +1,11 @@
-"""CSRF protection for forms: standalone, Flask and Django policies.
+"""CSRF protection for forms: the policy protocol, standalone tokens, the hidden field.
 
 A policy decides the hidden field's name, the token rendered into it and
 whether a submitted token is good.  :class:`CSRFTokenWidget` is the hidden
-field; ``Form(csrf=True)`` picks a policy for the request it reads:
-
-* a Django ``HttpRequest`` -> :class:`DjangoCSRF` (Django's middleware checks);
-* inside a Flask request -> :class:`FlaskCSRF` (Flask-WTF compatible tokens);
-* anything else needs an explicit :class:`SessionCSRF` (or ``csrf=False``).
+field.  ``Form(csrf=True)`` asks the request's framework adapter for its
+policy (:mod:`ptl_wsgi.forms.adapters`): Django's and Flask's are in
+``ptl_wsgi.contrib.forms_django`` and ``ptl_wsgi.contrib.forms_flask``;
+anywhere else, pass a :class:`SessionCSRF` (or ``csrf=False``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import hashlib
 import hmac
 import re
 import secrets
-import sys
 import time
 from collections.abc import MutableMapping
 from typing import Any, ClassVar, TypeGuard
@@ -24,14 +22,7 @@ from ptl_wsgi.forms.inputs import FormData
 from ptl_wsgi.forms.widgets import HiddenWidget
 from ptl_wsgi.html import htmltext
 
-__all__ = [
-    "CSRFPolicy",
-    "CSRFTokenWidget",
-    "DjangoCSRF",
-    "FlaskCSRF",
-    "SessionCSRF",
-    "detect_policy",
-]
+__all__ = ["CSRFPolicy", "CSRFTokenWidget", "SessionCSRF", "plausible_token"]
 
 # Tokens are short ASCII str; anything else is rejected before any decoding so
 # hostile input cannot reach hmac or itsdangerous with odd characters or types.
@@ -41,7 +32,12 @@ _MAX_TOKEN = 512
 _STAMP = re.compile(r"[0-9]{1,12}\Z")
 
 
-def _plausible(token: object) -> TypeGuard[str]:
+def plausible_token(token: object) -> TypeGuard[str]:
+    """Whether *token* may be a token at all: a short, non-empty ASCII ``str``.
+
+    Every policy checks this first, so hostile input never reaches a MAC or a
+    signature library with odd characters or types.
+    """
     return isinstance(token, str) and 0 < len(token) <= _MAX_TOKEN and token.isascii()
 
 
@@ -113,7 +109,7 @@ class SessionCSRF(CSRFPolicy):
 
     def check(self, submitted: str | None) -> bool:
         raw = self._raw(create=False)
-        if raw is None or not _plausible(submitted):
+        if raw is None or not plausible_token(submitted):
             return False
         parts = submitted.split(".")
         if len(parts) != 3 or _STAMP.match(parts[1]) is None:
@@ -122,107 +118,6 @@ class SessionCSRF(CSRFPolicy):
         if self.max_age is not None and not 0 <= int(time.time()) - int(stamp) <= self.max_age:
             return False
         return hmac.compare_digest(mac, self._mac(raw, salt, stamp))
-
-
-class FlaskCSRF(CSRFPolicy):
-    """Flask: Flask-WTF-compatible tokens, so either library accepts the other's.
-
-    The secret is ``WTF_CSRF_SECRET_KEY`` or else ``SECRET_KEY``; the raw
-    per-session token lives in ``flask.session[field_name]`` and the field
-    carries it signed by itsdangerous (salt ``"wtf-csrf-token"``), valid for
-    ``WTF_CSRF_TIME_LIMIT`` seconds (default 3600; None for no limit).
-    """
-
-    salt = "wtf-csrf-token"
-
-    def __init__(self) -> None:
-        from flask import current_app
-
-        config = current_app.config
-        self.secret: str | bytes | None = (
-            config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
-        )
-        if not self.secret:
-            raise RuntimeError("FlaskCSRF needs app.config['SECRET_KEY'] (or WTF_CSRF_SECRET_KEY)")
-        self.field_name = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
-        self.time_limit = config.get("WTF_CSRF_TIME_LIMIT", 3600)
-
-    def _serializer(self) -> Any:
-        from itsdangerous import URLSafeTimedSerializer
-
-        assert self.secret  # for type checkers: __init__ refuses an empty one
-        return URLSafeTimedSerializer(self.secret, salt=self.salt)
-
-    def token(self) -> str:
-        from flask import session
-
-        raw = session.get(self.field_name)
-        if not isinstance(raw, str):
-            raw = session[self.field_name] = secrets.token_hex(20)
-        return str(self._serializer().dumps(raw))
-
-    def check(self, submitted: str | None) -> bool:
-        from flask import session
-        from itsdangerous import BadData
-
-        raw = session.get(self.field_name)
-        if not isinstance(raw, str) or not raw.isascii() or not _plausible(submitted):
-            return False
-        try:
-            signed = self._serializer().loads(submitted, max_age=self.time_limit)
-        except BadData:
-            return False
-        return isinstance(signed, str) and signed.isascii() and hmac.compare_digest(signed, raw)
-
-
-class DjangoCSRF(CSRFPolicy):
-    """Django: render ``csrfmiddlewaretoken`` and leave checking to the middleware.
-
-    ``CsrfViewMiddleware`` rejects a bad token with a 403 before the view runs
-    and marks accepted requests ``csrf_processing_done``.  A POST without that
-    mark (middleware missing, or a ``csrf_exempt`` view) fails the check: use
-    ``Form(csrf=False)`` deliberately for exempt views.
-    """
-
-    field_name = "csrfmiddlewaretoken"
-
-    def __init__(self, request: Any) -> None:
-        self.request = request
-
-    def token(self) -> str:
-        from django.middleware.csrf import get_token
-
-        return str(get_token(self.request))
-
-    def check(self, submitted: str | None) -> bool:
-        return bool(getattr(self.request, "csrf_processing_done", False))
-
-
-def _is_django_request(request: Any) -> bool:
-    if not (hasattr(request, "META") and hasattr(request, "POST")):
-        return False
-    try:
-        import django.middleware.csrf  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _in_flask_request() -> bool:
-    flask = sys.modules.get("flask")  # never import Flask just to find out
-    return flask is not None and flask.has_request_context()
-
-
-def detect_policy(data: FormData) -> CSRFPolicy:
-    """The policy for ``csrf=True``: Django's, Flask's, or an error explaining the choice."""
-    if _is_django_request(data.request):
-        return DjangoCSRF(data.request)
-    if _in_flask_request():
-        return FlaskCSRF()
-    raise RuntimeError(
-        "cannot protect this form against CSRF automatically outside Django and Flask: "
-        "pass csrf=SessionCSRF(secret, session), or csrf=False for a form that changes nothing"
-    )
 
 
 class CSRFTokenWidget(HiddenWidget):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ptl_wsgi.forms.csrf import CSRFPolicy, CSRFTokenWidget, detect_policy
-from ptl_wsgi.forms.inputs import FormData, form_data
+from ptl_wsgi.forms.adapters import csrf_policy, form_data
+from ptl_wsgi.forms.csrf import CSRFPolicy, CSRFTokenWidget
+from ptl_wsgi.forms.inputs import FormData
 from ptl_wsgi.forms.widgets import (
     FileWidget,
     SubmitButton,
@@ -61,7 +62,7 @@ class Form:
                 raise ValueError("CSRF tokens do not belong in GET forms (they would leak in URLs)")
             self.add(CSRFTokenWidget(csrf))
         elif csrf and self.method == "post":
-            self.add(CSRFTokenWidget(detect_policy(self.data)))
+            self.add(CSRFTokenWidget(csrf_policy(self.data)))
 
     # -- building --------------------------------------------------------------
 

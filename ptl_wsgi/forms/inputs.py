@@ -1,10 +1,11 @@
-"""Request adapters: one view of submitted fields and files for every framework.
+"""Submitted fields and files: one view for every source, and the WSGI sources.
 
-Nothing here imports Flask or Django.  Requests are recognised by their
-attributes: a Django ``HttpRequest`` has ``META`` and ``POST``; a werkzeug
-(or Flask) ``Request`` has ``form``, ``args`` and ``files``; a WSGI environ
-is wrapped in a werkzeug ``Request`` on demand.  Plain mappings and
-MultiDicts are taken as already-submitted POST data, which is what tests want.
+This reads what needs no framework: a werkzeug ``Request`` (Flask's too: it
+has ``form``, ``args`` and ``files``), a WSGI environ (wrapped in a werkzeug
+``Request`` on demand) and plain mappings and MultiDicts, taken as
+already-submitted POST data, which is what tests want.  Frameworks with
+requests of their own (Django) are read by their adapter in ``contrib``
+(:mod:`ptl_wsgi.forms.adapters`), which builds the same :class:`FormData`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ class UploadedFile:
     """One uploaded file, the same whichever framework received it.
 
     ``filename`` and ``content_type`` come from the client: never trust them.
-    ``original`` is the framework's own object (werkzeug ``FileStorage`` or
-    Django ``UploadedFile``).
+    ``original`` is the framework's own object (werkzeug ``FileStorage``, or
+    what a framework adapter read, such as Django's ``UploadedFile``).
     """
 
     filename: str
@@ -76,16 +77,6 @@ def _uploaded(obj: Any) -> UploadedFile | None:
             stream=obj.stream,
             original=obj,
         )
-    if hasattr(obj, "chunks") and hasattr(obj, "name"):  # Django UploadedFile
-        if not obj.name:
-            return None
-        return UploadedFile(
-            filename=str(obj.name),
-            content_type=str(getattr(obj, "content_type", None) or "application/octet-stream"),
-            size=int(obj.size or 0),
-            stream=obj.file,
-            original=obj,
-        )
     return None
 
 
@@ -133,18 +124,16 @@ def _is_environ(source: Mapping[Any, Any]) -> bool:
 def form_data(source: Any, method: str = "post") -> FormData:
     """Build :class:`FormData` for a form with HTTP *method* from *source*.
 
-    *source* may be a werkzeug/Flask ``Request``, a Django ``HttpRequest``, a
-    WSGI environ, a :class:`FormData`, a mapping or MultiDict of submitted
-    values (taken as a POST), or None (nothing submitted).
+    *source* may be a werkzeug/Flask ``Request``, a WSGI environ, a
+    :class:`FormData`, a mapping or MultiDict of submitted values (taken as a
+    POST), or None (nothing submitted).  :func:`ptl_wsgi.forms.form_data` also
+    takes the requests of frameworks with an adapter (Django's).
     """
     get = method.lower() == "get"
     if source is None:
         return FormData.empty()
     if isinstance(source, FormData):
         return source
-    if hasattr(source, "META") and hasattr(source, "POST"):  # Django HttpRequest
-        fields = source.GET if get else source.POST
-        return FormData(source.method or "GET", fields, None if get else source.FILES, source)
     if isinstance(source, Mapping) and _is_environ(source):
         request = source.get("werkzeug.request")
         if request is None:
