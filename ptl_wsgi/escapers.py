@@ -304,6 +304,14 @@ def _attr_name(value: Any) -> Any:
     return htmltext(text)
 
 
+def _tag_attrs(value: Any) -> Any:
+    """Right after a tag's name: attribute names as between attributes, after a space."""
+    escaped = _attr_name(value)
+    if escaped and type(value) is not htmltext and not hasattr(value, "__html__"):
+        return htmltext(" " + escaped)
+    return escaped
+
+
 def _build() -> dict[str, Escaper]:
     escapers: dict[str, Escaper] = {}
     for base_name, base in _BASES.items():
@@ -316,6 +324,7 @@ def _build() -> dict[str, Escaper]:
         escapers[name] = _compose_js_value(layer)
         escapers[name].__name__ = escapers[name].__qualname__ = name
     escapers["attr_name"] = _attr_name
+    escapers["tag_attrs"] = _tag_attrs
     return escapers
 
 

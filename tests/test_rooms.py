@@ -29,12 +29,14 @@ PACKAGE = REPO / "ptl_wsgi"
 
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
-        ["compiler", "htmlcontext", "_runtime", "headers", "_iterate", "tracebacks", "_htmltext_py", "_htmltext_c",
+        ["compiler", "htmlcontext",
+         "_runtime", "headers", "_iterate", "tracebacks", "_htmltext_py", "_htmltext_c",
          "pygments_lexer", "forms.inputs", "contrib"],
         1,
     ),
     **dict.fromkeys(
-        ["csp", "importer", "convert", "html", "_helpers", "safety", "escapers", "output", "babel_extract",
+        ["csp", "importer", "convert", "html", "_helpers", "safety",
+         "escapers", "output", "babel_extract",
          "coverage", "lint"],
         2,
     ),
