@@ -113,7 +113,7 @@ def test_markup_passes_every_escaper_unchanged(name: str) -> None:
 
 def test_formatting_helpers() -> None:
     assert format_value(255, -1, "x") == "ff"
-    assert format_value("'", 114, "") == "\"'\""
+    assert format_value("'", 114, "") == '"\'"'
     assert format_value("é", 97, "") == "'\\xe9'"
     assert type(format_value(htmltext("<b>"), -1, "")) is htmltext
     assert percent_value(("a",), "%s") == "a"
@@ -170,8 +170,10 @@ def test_a_value_in_a_url_stays_in_its_attribute(value: str) -> None:
         (element,) = parse(markup).iter("a")
         assert set(element.attrib) == {"href", "class"} and element.text == "t"
         href = element.attrib["href"]
-        assert href == UNSAFE_URL or not re.match(r"\s*[a-z]+:", href, re.I) or href.startswith(
-            ("http:", "https:", "mailto:", "tel:")
+        assert (
+            href == UNSAFE_URL
+            or not re.match(r"\s*[a-z]+:", href, re.I)
+            or href.startswith(("http:", "https:", "mailto:", "tel:"))
         )
 
 
@@ -198,9 +200,13 @@ def test_a_value_in_an_event_handler_string_is_exactly_the_value(value: str) -> 
     assert "'" not in body and js_string_value(body) == value
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | clean_texts,
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(clean_texts, inner, max_size=3),
-                    max_leaves=8))  # fmt: skip
+def _containers(inner: Any) -> Any:
+    return st.lists(inner, max_size=3) | st.dictionaries(clean_texts, inner, max_size=3)
+
+
+@given(
+    st.recursive(st.none() | st.booleans() | st.integers() | clean_texts, _containers, max_leaves=8)
+)
 def test_a_value_in_a_js_expression_is_a_json_literal(value: Any) -> None:
     literal = esc("js_value", value)
     (script,) = parse(f"<script>var d = {literal};</script>").iter("script")
@@ -252,10 +258,13 @@ def test_plan_refuses_names_and_unbalanced_templates() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 14), reason="t-strings need Python 3.14")
 def test_contextual_format_of_a_t_string() -> None:
-    url, name, n = "javascript:x", "<b>'", 255
-    inner = eval('t"<i>{name}</i>"')
+    names: dict[str, Any] = {"url": "javascript:x", "name": "<b>'", "n": 255}
+    names["inner"] = eval('t"<i>{name}</i>"', {}, names)
     template = eval(
-        """t'<a href="{url}" title="{name!r}">{name}</a><script>var s = "{name}", n = {n:x};</script>{inner}'"""
+        't\'<a href="{url}" title="{name!r}">{name}</a>'
+        '<script>var s = "{name}", n = {n:x};</script>{inner}\'',
+        {},
+        names,
     )
     assert contextual_format(template) == (
         f'<a href="{UNSAFE_URL}" title="&quot;&lt;b&gt;&#x27;&quot;">&lt;b&gt;&#x27;</a>'
