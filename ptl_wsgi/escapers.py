@@ -3,7 +3,8 @@
 The compiler (through :mod:`ptl_wsgi.htmlcontext`) decides at compile time
 which escaper a value needs; compiled templates call the escapers here at run
 time, bound as ``_ptl_esc_NAME``.  Each returns htmltext, so the final join of
-the template output keeps it as it is.  Values with ``__html__`` (htmltext,
+the template output keeps it as it is (a non-negative int is returned as it is:
+its digits are the same escaped or not, and the join formats it).  Values with ``__html__`` (htmltext,
 ``Markup``, a template's result) are trusted in every context: they pass through
 unchanged, as they do in text.
 
@@ -264,12 +265,22 @@ _LAYERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _compose(base: Callable[[str], str], layer: Callable[[str], str]) -> Escaper:
+def _compose(
+    base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True
+) -> Escaper:
     def escape(value: Any) -> Any:
-        markup = _markup(value)
-        if markup is not None:
-            return markup
-        return htmltext(layer(base(_text(value))))
+        if type(value) is str:
+            text = value
+        elif type(value) is int and ints and value >= 0:
+            # Digits mean the same in every context these escapers serve: the int goes
+            # to the output as it would in text (the common "/item/%s" % id costs nothing).
+            return value
+        else:
+            markup = _markup(value)
+            if markup is not None:
+                return markup
+            text = str(value)
+        return htmltext(layer(base(text)))
 
     return escape
 
@@ -317,7 +328,7 @@ def _build() -> dict[str, Escaper]:
     for base_name, base in _BASES.items():
         for layer_name, layer in _LAYERS.items():
             name = f"{base_name}_{layer_name}" if layer_name else base_name
-            escapers[name] = _compose(base, layer)
+            escapers[name] = _compose(base, layer, ints=base is not _drop)
             escapers[name].__name__ = escapers[name].__qualname__ = name
     for layer_name, layer in _LAYERS.items():
         name = f"js_value_{layer_name}" if layer_name else "js_value"

@@ -50,6 +50,7 @@ RUN = [
     "cli.md",
     "helpers.md",
     "layouts.md",
+    "contextual-escaping.md",
 ]
 FRAGMENTS = ["forms.md", "wsgi.md", "flask.md", "django.md", "loader.md", "i18n.md"]
 
