@@ -5,8 +5,9 @@ compiled in memory with contextual escaping on and off (the ``__ptl_contextual__
 opt-out, read by the compiler for every module), interleaved, best of N.
 Render time: the page and bigtable templates of benchmarks/tpl/ptl_pages.ptl compiled
 both ways, interleaved, best of N.  Prints a Markdown table.  With --callgrind, the
-render cost is also counted in instructions (valgrind's callgrind, repeatable where times are not): per render, the
-difference between a child that renders 40 times and one that renders none.
+render cost is also counted in instructions (valgrind's callgrind, repeatable where
+times are not): per render, the difference between a child that renders 40 times and one
+that renders none.
 
     .venv/bin/python benchmarks/contextual.py [--rounds N] [--callgrind]
 """

@@ -4,9 +4,9 @@ The compiler (through :mod:`ptl_wsgi.htmlcontext`) decides at compile time
 which escaper a value needs; compiled templates call the escapers here at run
 time, bound as ``_ptl_esc_NAME``.  Each returns htmltext, so the final join of
 the template output keeps it as it is (a non-negative int is returned as it is:
-its digits are the same escaped or not, and the join formats it).  Values with ``__html__`` (htmltext,
-``Markup``, a template's result) are trusted in every context: they pass through
-unchanged, as they do in text.
+its digits are the same escaped or not, and the join formats it).  Values with
+``__html__`` (htmltext, ``Markup``, a template's result) are trusted in every
+context: they pass through unchanged, as they do in text.
 
 An escaper's name is ``BASE`` (inside ``<script>``, ``<style>`` or a comment) or
 ``BASE_LAYER``: the base encodes for the inner language, the layer for the HTML
