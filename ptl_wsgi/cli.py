@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile every .ptl file under each PATH in memory; exit 1 on any error.",
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help=".ptl file or directory")
+    check.add_argument(
+        "--contexts",
+        action="store_true",
+        help="print each value of the [html] templates: file:line:col: its HTML context "
+        "and the escaper contextual escaping gives it",
+    )
     check.set_defaults(handler=_check)
     lint = commands.add_parser(
         "lint",
@@ -186,13 +192,18 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl
+    from ptl_wsgi.compiler import compile_ptl, context_report
 
     failed = 0
     for path in _ptl_files(args.paths):
         try:
             with open(path, "rb") as f:
-                compile_ptl(f.read(), path)
+                source = f.read()
+            if args.contexts:
+                for line, col, context, escaper in context_report(source, path):
+                    how = f"escaper {escaper}" if escaper else "HTML escaping"
+                    print(f"{path}:{line}:{col}: {context}: {how}")
+            compile_ptl(source, path)
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)
         except OSError as exc:

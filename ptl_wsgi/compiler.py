@@ -37,16 +37,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import decode_source
 from types import CodeType
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
+from ptl_wsgi.htmlcontext import (
+    TEXT,
+    Context,
+    ContextError,
+    advance,
+    after_value,
+    describe,
+    escaper_for,
+    join,
+    settle,
+)
 
 __all__ = [
     "COMPILER_VERSION",
     "RESERVED_PREFIX",
     "TemplateScopes",
+    "OPT_OUT",
     "compile_ptl",
+    "context_report",
     "mark_html_template",
     "mark_plain_template",
     "parse_ptl",
@@ -70,6 +83,12 @@ _MARKERS = (
     ("mark_plain_template", "_ptl_mark_plain"),
 )
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
+_ESCAPER = "_ptl_esc_"  # + the escaper's name in ptl_wsgi.escapers
+# The helpers values in other contexts need before their escaper, from ptl_wsgi.escapers.
+_CONTEXT_HELPERS = (("format_value", "_ptl_ctx_format"), ("percent_value", "_ptl_ctx_percent"))
+#: A module (at its top level) or a template (among its first statements) that sets
+#: this name to False gets plain HTML escaping everywhere: contextual escaping off.
+OPT_OUT = "__ptl_contextual__"
 _JOIN = {"html": "_ptl_html_join", "plain": "_ptl_plain_join"}
 _OUT = "_ptl_out"
 _EXTEND = "_ptl_extend"  # _ptl_out.extend, in templates that need it bound
@@ -105,6 +124,7 @@ class _Value:
     conversion: int = -1
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
+    escaper: str | None = None  # where the value lands needs more than HTML escaping
 
 
 _Piece = _Text | _Value
@@ -274,41 +294,7 @@ def _match_header(head: list[tokenize.TokenInfo], lines: list[str], templates: T
         templates[(row, _byte_col(lines[row - 1], col))] = kind
 
 
-_Node = TypeVar("_Node", bound=ast.AST)
-
-
-class _Located(Protocol):
-    """A node with a place in the source (an expr, stmt, arg, keyword, ...)."""
-
-    lineno: int
-    col_offset: int
-    end_lineno: int | None
-    end_col_offset: int | None
-
-
-def _place(node: ast.AST) -> _Located:
-    """*node*, which its caller knows has a place, as a located node."""
-    return node  # type: ignore[return-value]  # ast.AST declares no location attributes
-
-
-def _text_of(values: list[ast.expr]) -> str | None:
-    """The text of an f-string's parts when all are literal text, else None."""
-    texts = []
-    for part in values:
-        if not (isinstance(part, ast.Constant) and isinstance(part.value, str)):
-            return None
-        texts.append(part.value)
-    return "".join(texts)
-
-
-def _target_name(assign: ast.Assign) -> str:
-    """The name a hoisted literal's assignment binds."""
-    target = assign.targets[0]
-    assert isinstance(target, ast.Name)
-    return target.id
-
-
-def _located(node: _Node, ref: ast.AST) -> _Node:
+def _located(node: ast.AST, ref: ast.AST) -> ast.AST:
     """Give the generated nodes in *node* (those without a location) *ref*'s location."""
     for child in ast.walk(node):
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
@@ -366,15 +352,17 @@ class _ScopeWalker(ast.NodeTransformer):
         args.kw_defaults = [
             None if d is None else self.visit_in(kind, [d])[0] for d in args.kw_defaults
         ]
-        node.body = self.visit_in(kind, node.body)
-        if kind is not None:
-            self.template_done(node, kind)
+        if kind is None:
+            node.body = self.visit_in(kind, node.body)
+        else:
+            self.visit_template_body(node, kind)
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def template_done(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
-        """Called after a template's body has been visited."""
+    def visit_template_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
+        """Visit a template's body in its own scope (the transformer also rewrites it)."""
+        node.body = self.visit_in(kind, node.body)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         with self.scope(None):
@@ -412,10 +400,29 @@ class _Transformer(_ScopeWalker):
     (reserved names, ``yield``) are :func:`_check`'s.
     """
 
-    def __init__(self, templates: Templates, filename: str, lines: list[str]) -> None:
+    def __init__(
+        self,
+        templates: Templates,
+        filename: str,
+        lines: list[str],
+        contextual: bool = True,
+        report: list[tuple[int, int, str, str | None]] | None = None,
+    ) -> None:
         super().__init__(templates)
         self.filename = filename
         self.lines = lines
+        # Contextual escaping (docs/contextual-escaping.md): on for the module unless it
+        # opts out; ``tracking`` in the [html] template being visited, where ``ctx`` is the
+        # HTML context the output has reached (None where no path reaches).
+        self.contextual = contextual
+        self.tracking = False
+        self.ctx: Context | None = None
+        self.loops: list[Context | None] = []
+        self.escapers: set[str] = set()  # escaper names used, for the prologue
+        self.helpers: set[str] = set()  # _CONTEXT_HELPERS used
+        self.output_value: ast.expr | None = None  # an output statement's whole value
+        self.template: ast.AST | None = None  # the template being visited
+        self.report = report  # (line, column, context, escaper) of each value, for `check`
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
@@ -426,17 +433,18 @@ class _Transformer(_ScopeWalker):
         self.guarded = False
 
     def error(self, message: str, node: ast.AST) -> SyntaxError:
-        return _syntax_error(message, self.filename, self.lines, _place(node))
+        return _syntax_error(message, self.filename, self.lines, node)
 
     @contextmanager
-    def scope(self, kind: str | None) -> Iterator[None]:
-        outer = self.finally_output, self.guarded
+    def scope(self, kind: str | None, tracking: bool = False) -> Iterator[None]:
+        outer = self.finally_output, self.guarded, self.tracking, self.ctx, self.loops
         self.finally_output, self.guarded = None, False
+        self.tracking, self.ctx, self.loops = tracking, TEXT if tracking else None, []
         try:
             with super().scope(kind):
                 yield
         finally:
-            self.finally_output, self.guarded = outer
+            self.finally_output, self.guarded, self.tracking, self.ctx, self.loops = outer
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -446,17 +454,30 @@ class _Transformer(_ScopeWalker):
         finally:
             self.guarded = outer
 
-    def template_done(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
+    def visit_template_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
+        tracking = kind == "html" and self.contextual and not _opts_out(node.body)
+        outer, self.template = self.template, node
+        try:
+            with self.scope(kind, tracking):
+                node.body = self.visit_list(node.body)
+                self.check_end(self.ctx, node, node)
+        finally:
+            self.template = outer
         self.wrap_template(node, kind)
+
+    def header(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        """A node spanning a template's header line, to locate errors about the whole template."""
+        header = ast.Pass()
+        header.lineno = header.end_lineno = node.lineno
+        header.col_offset = node.col_offset
+        header.end_col_offset = len(self.lines[node.lineno - 1].rstrip().encode("utf-8"))
+        return header
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         first = node.body[0]
         prologue = ast.Assign([_name(_OUT, first, ast.Store())], ast.List([], ast.Load()))
         # The final join reports errors (a value whose __str__ fails) at the header.
-        header = ast.Pass()
-        header.lineno = header.end_lineno = node.lineno
-        header.col_offset = node.col_offset
-        header.end_col_offset = len(self.lines[node.lineno - 1].rstrip().encode("utf-8"))
+        header = self.header(node)
         self.binds_extend = False
         body = self.join_outputs(node.body)
         start: list[ast.stmt] = [_located(prologue, first)]
@@ -481,11 +502,7 @@ class _Transformer(_ScopeWalker):
                 joined.append(run[0])
             elif run:
                 # Emitted again from the pieces of all, so that text meeting text is one literal.
-                pieces: list[_Piece] = [
-                    piece
-                    for statement in run
-                    for piece in statement._ptl_pieces  # type: ignore[attr-defined]  # by output()
-                ]
+                pieces = [piece for statement in run for piece in statement._ptl_pieces]
                 joined.append(self.output(pieces, run[0], run[-1]))
             run.clear()
 
@@ -519,6 +536,10 @@ class _Transformer(_ScopeWalker):
             if isinstance(value, ast.GeneratorExp):
                 # Measured: extend() is faster with a list than with a generator.
                 value = ast.copy_location(ast.ListComp(value.elt, value.generators), value)
+            if self.tracking:
+                escaper = self.escaper_at(self.ctx, node.value.elt)
+                if escaper is not None:
+                    value.elt = self.escaped(_Value(value.elt, node.value.elt, _RAW), escaper)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
         pieces = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
@@ -531,8 +552,240 @@ class _Transformer(_ScopeWalker):
         ):
             pieces = [_Text(node.value.value, node.value)]  # joins the literals beside it
         if pieces is None:
-            pieces = [_Value(self.visit(node.value), node.value, _RAW)]
+            # A literal's fragment (f-string, % or .format()) is parsed from where output is.
+            self.output_value = node.value
+            value = self.visit(node.value)
+            followed, self.output_value = self.output_value is None, None
+            pieces = [_Value(value, node.value, _RAW)]
+            if followed:
+                return self.output(pieces, node)
+        self.track(pieces)
         return self.output(pieces, node)
+
+    # -- contextual escaping -------------------------------------------------------
+    #
+    # In [html] templates the compiler follows the HTML context through the output
+    # in the order it is produced (ptl_wsgi.htmlcontext) and gives each value the
+    # escaper of the context it lands in; values in text, RCDATA and quoted plain
+    # attributes keep exactly the code they had before (the common case costs
+    # nothing).  Branches must end in the same context, loop bodies where they
+    # started, templates in text.
+
+    def track(self, pieces: list[_Piece]) -> None:
+        """Follow the context through an output statement's pieces; set their escapers."""
+        if not self.tracking:
+            return
+        ctx = self.ctx if self.ctx is not None else TEXT  # unreachable code: any will do
+        for piece in pieces:
+            if isinstance(piece, _Text):
+                ctx = self.advanced(ctx, piece.text, piece.node)
+            else:
+                piece.escaper = self.escaper_at(ctx, piece.node)
+                ctx = after_value(ctx)
+        self.ctx = ctx
+
+    def advanced(self, ctx: Context, text: str, node: ast.AST) -> Context:
+        try:
+            return advance(ctx, text)
+        except ContextError as exc:
+            raise self.error(
+                f"cannot follow this markup: {exc}; write it so it is not ambiguous", node
+            ) from None
+
+    def escaper_at(self, ctx: Context | None, node: ast.AST) -> str | None:
+        """The escaper of a value at *node* in *ctx*; a located error where no value may go."""
+        ctx = TEXT if ctx is None else ctx
+        try:
+            escaper = escaper_for(ctx)
+        except ContextError as exc:
+            raise self.error(
+                f"no value may go here ({describe(ctx)}): {exc}; write the name in the "
+                "literal, or output a whole tag or attribute as markup (htmltext)",
+                node,
+            ) from None
+        if self.report is not None:
+            self.report.append((node.lineno, node.col_offset, describe(ctx), escaper))
+        return escaper
+
+    def escaped(self, piece: _Value, escaper: str) -> ast.expr:
+        """The expression that outputs *piece* through *escaper* (conversion and spec first)."""
+        node, expr = piece.node, piece.value
+        if piece.conversion != -1 or piece.spec is not None:
+            self.helpers.add("_ptl_ctx_format")
+            expr = _call(
+                _name("_ptl_ctx_format", node),
+                [expr, _located(ast.Constant(piece.conversion), node),
+                 piece.spec or _located(ast.Constant(""), node)],
+                node,
+            )  # fmt: skip
+        elif piece.rule == _PERCENT and piece.fmt is not None:
+            self.helpers.add("_ptl_ctx_percent")
+            expr = _call(_name("_ptl_ctx_percent", node), [expr, piece.fmt], node)
+        self.escapers.add(escaper)
+        return _call(_name(_ESCAPER + escaper, node), [expr], node)
+
+    def fragment(
+        self,
+        node: ast.expr,
+        parts: list[str | None],
+        refs: list[ast.AST],
+        numeric: list[bool] | None = None,
+    ) -> list[str | None]:
+        """The escapers of the holes (None) in literal *parts* of expression *node*.
+
+        The whole value of an output statement is parsed from the context output
+        has reached (and moves it on); any other literal fragment from text.
+        """
+        holes = parts.count(None)
+        if not self.tracking:
+            return [None] * holes
+        own = node is self.output_value
+        ctx = (self.ctx if self.ctx is not None else TEXT) if own else TEXT
+        escapers: list[str | None] = []
+        refs_left = iter(refs)
+        numbers = iter(numeric or [False] * holes)
+        for part in parts:
+            if part is None:
+                ref = next(refs_left)
+                if next(numbers):
+                    # A number is digits (a sign, a point): safe wherever a name may go
+                    # ("<h%d>"), and parsed as such.
+                    escapers.append(None)
+                    ctx = self.advanced(ctx, "1", ref)
+                    continue
+                escapers.append(self.escaper_at(ctx, ref))
+                ctx = after_value(ctx)
+            else:
+                ctx = self.advanced(ctx, part, node)
+        if own:
+            self.ctx, self.output_value = ctx, None
+        return escapers
+
+    def merge(
+        self, node: ast.AST, keyword: str, ends: list[tuple[str, Context | None]]
+    ) -> Context | None:
+        """The context where the paths *ends* of statement *node* meet, or a located error."""
+        result: Context | None = None
+        first = ""
+        for label, ctx in ends:
+            try:
+                joined = join(result, ctx)
+            except ContextError:
+                assert result is not None and ctx is not None
+                raise self.error(
+                    f"the paths through this '{keyword}' end in different HTML contexts: "
+                    f"{first} ends in {describe(result)}, {label} in {describe(ctx)}; "
+                    "make each end in the same context (close in each what it opens)",
+                    _keyword(node, keyword),
+                ) from None
+            if result is None and ctx is not None:
+                first = label
+            result = joined
+        return result
+
+    def check_end(self, ctx: Context | None, node: ast.AST, template: ast.AST) -> None:
+        """A template's output must end in text (where it starts) wherever it ends."""
+        # A lone "<" at the end is text to a browser (and a template's output is assumed
+        # balanced by its callers).
+        if not self.tracking or ctx is None or settle(ctx)._replace(pending="") == TEXT:
+            return
+        where = (
+            self.header(template)
+            if isinstance(template, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else node
+        )
+        name = getattr(self.template, "name", "")
+        raise self.error(
+            f"template {name!r} ends in {describe(ctx)}, not in text: close what it opens "
+            f"(tag, attribute, script, style or comment) before it ends, or opt out of "
+            f"contextual escaping with {OPT_OUT} = False",
+            where,
+        )
+
+    def check_loop_end(
+        self, node: ast.AST, keyword: str, start: Context | None, end: Context | None
+    ) -> None:
+        if not self.tracking or start is None or end is None or settle(start) == settle(end):
+            return
+        raise self.error(
+            f"the body of this '{keyword}' loop starts in {describe(start)} but ends in "
+            f"{describe(end)}; a loop body must end in the context where it starts "
+            "(close in each iteration what it opens)",
+            _keyword(node, keyword),
+        )
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        if not self.tracking:
+            return self.generic_visit(node)
+        node.test = self.visit(node.test)
+        start = self.ctx
+        node.body = self.visit_list(node.body)
+        ends = [(f"the branch at line {node.lineno}", self.ctx)]
+        self.ctx = start
+        node.orelse = self.visit_list(node.orelse)
+        label = "the 'else' branch" if node.orelse else "the way around it (no 'else')"
+        ends.append((label, self.ctx))
+        self.ctx = self.merge(node, "if", ends)
+        return node
+
+    def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
+        if not self.tracking:
+            return self.generic_visit(node)
+        keyword = "while" if isinstance(node, ast.While) else "for"
+        if isinstance(node, ast.While):
+            node.test = self.visit(node.test)
+        else:
+            node.target = self.visit(node.target)
+            node.iter = self.visit(node.iter)
+        start = self.ctx
+        self.loops.append(start)
+        try:
+            node.body = self.visit_list(node.body)
+        finally:
+            self.loops.pop()
+        self.check_loop_end(node, keyword, start, self.ctx)
+        self.ctx = start
+        node.orelse = self.visit_list(node.orelse)
+        return node
+
+    visit_AsyncFor = visit_While = visit_For
+
+    def visit_Break(self, node: ast.Break | ast.Continue) -> ast.AST:
+        if self.tracking and self.loops:
+            keyword = "break" if isinstance(node, ast.Break) else "continue"
+            start = self.loops[-1]
+            if start is not None and self.ctx is not None and settle(start) != settle(self.ctx):
+                raise self.error(
+                    f"'{keyword}' in {describe(self.ctx)}, but the loop's body starts in "
+                    f"{describe(start)}; close what this iteration opened before the '{keyword}'",
+                    node,
+                )
+            self.ctx = None
+        return node
+
+    visit_Continue = visit_Break
+
+    def visit_Raise(self, node: ast.Raise) -> ast.AST:
+        node = self.generic_visit(node)
+        if self.tracking:
+            self.ctx = None  # the output is not used
+        return node
+
+    def visit_Match(self, node: ast.Match) -> ast.AST:
+        if not self.tracking:
+            return self.generic_visit(node)
+        node.subject = self.visit(node.subject)
+        start = self.ctx
+        ends = []
+        for case in node.cases:
+            self.ctx = start
+            self.visit(case)
+            ends.append((f"the 'case' at line {case.pattern.lineno}", self.ctx))
+        last = node.cases[-1] if node.cases else None
+        if not (last and last.guard is None and _irrefutable(last.pattern)):
+            ends.append(("the way around every 'case'", start))
+        self.ctx = self.merge(node, "match", ends)
+        return node
 
     # -- output pieces ---------------------------------------------------------
     #
@@ -576,14 +829,14 @@ class _Transformer(_ScopeWalker):
         pieces: list[_Piece] = []
         for part in node.values:
             if isinstance(part, ast.Constant):
-                pieces.append(_Text(str(part.value), part))  # (an f-string's text is str)
+                pieces.append(_Text(part.value, part))
             elif isinstance(part, ast.FormattedValue):
                 spec = None if _empty_spec(part) else self.spec(part)
                 pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
         return pieces
 
     def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
-        assert isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+        assert isinstance(node.left, ast.Constant)
         parts = _percent_parts(node.left.value)
         if parts is None:
             return None
@@ -606,7 +859,6 @@ class _Transformer(_ScopeWalker):
 
     def format_pieces(self, node: ast.Call) -> list[_Piece] | None:
         assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant)
-        assert isinstance(node.func.value.value, str)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
@@ -691,6 +943,8 @@ class _Transformer(_ScopeWalker):
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""
+        if piece.escaper is not None:
+            return self.escaped(piece, piece.escaper)
         node, expr = piece.node, piece.value
         if piece.rule == _RAW:
             return expr  # as it is: the final join escapes it
@@ -726,6 +980,9 @@ class _Transformer(_ScopeWalker):
                 "move the 'return' out of the 'try' or the output out of the 'finally'",
                 node,
             )
+        self.check_end(self.ctx, node, node)
+        if self.tracking:
+            self.ctx = None
         node.value = self.joined(self.kind, node)
         return node
 
@@ -743,16 +1000,28 @@ class _Transformer(_ScopeWalker):
 
     def visit_guarded_try(self, node: ast.Try) -> ast.AST:
         output = _first_output(node.finalbody) if self.kind is not None else None
-        if output is None:
-            return self.generic_visit(node)
         # A bare return joins the output before the finally block runs.
-        outer, self.finally_output = self.finally_output, output
+        outer = self.finally_output
+        if output is not None:
+            self.finally_output = output
         try:
+            start = self.ctx
             node.body = self.visit_list(node.body)
-            node.handlers = self.visit_list(node.handlers)
+            body_end = self.ctx
+            handlers, ends = [], []
+            for handler in node.handlers:
+                # A handler is taken to start where the try did (an error before its output).
+                self.ctx = start
+                handlers.extend(_as_list(self.visit(handler)))
+                ends.append((f"the 'except' at line {handler.lineno}", self.ctx))
+            node.handlers = handlers
+            self.ctx = body_end
             node.orelse = self.visit_list(node.orelse)
+            ends.insert(0, ("the 'try' block", self.ctx))
         finally:
             self.finally_output = outer
+        if self.tracking:
+            self.ctx = self.merge(node, "try", ends)
         node.finalbody = self.visit_list(node.finalbody)
         return node
 
@@ -763,36 +1032,52 @@ class _Transformer(_ScopeWalker):
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if self.kind != "html" or type(node.value) is not str:
             return node
+        if node is self.output_value:
+            self.fragment(node, [node.value], [])
         return _name(self.hoist(node), node)
 
     def hoist(self, node: ast.Constant) -> str:
-        text = node.value
-        assert isinstance(text, str)
-        assign = self.literals.get(text)
+        assign = self.literals.get(node.value)
         if assign is None:
             name = f"_ptl_lit_{len(self.literals)}"
             # Located by _add_prologue: at the template's line a breakpoint would stop here.
-            call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(text)], [])
+            call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(node.value)], [])
             assign = ast.Assign([ast.Name(name, ast.Store())], call)
-            self.literals[text] = assign
-        return _target_name(assign)
+            self.literals[node.value] = assign
+        return assign.targets[0].id
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
         # In a template a t-string means what the same f-string means: in [html]
         # its literal parts are trusted and its values escaped; in [plain], text.
         if self.kind is None:
             return self.generic_visit(node)
-        result: ast.AST = self.visit(_as_fstring(node))
-        return result
+        fstring = _as_fstring(node)
+        if node is self.output_value:
+            self.output_value = fstring
+        return self.visit(fstring)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         if self.kind != "html":
             return self.generic_visit(node)
-        text = _text_of(node.values)
-        if text is not None:
+        if all(isinstance(part, ast.Constant) for part in node.values):
+            text = "".join(p.value for p in node.values)
+            if node is self.output_value:
+                self.fragment(node, [text], [])
             return self.visit_Constant(_located(ast.Constant(text), node))
+        fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
+        parts = [part.value if isinstance(part, ast.Constant) else None for part in node.values]
+        escapers = iter(self.fragment(node, parts, fields))
         for part in node.values:
-            if isinstance(part, ast.FormattedValue):
+            if not isinstance(part, ast.FormattedValue):
+                continue
+            escaper = next(escapers)
+            if escaper is not None:
+                spec = None if _empty_spec(part) else self.spec(part)
+                piece = _Value(self.visit(part.value), part, _FIELD, part.conversion, spec)
+                part.value = self.escaped(piece, escaper)
+                part.conversion = -1
+                part.format_spec = None
+            else:
                 part.value = _call(
                     _name("_ptl_format_field", part),
                     [
@@ -811,20 +1096,186 @@ class _Transformer(_ScopeWalker):
         spec = part.format_spec
         if spec is None:
             return _located(ast.Constant(""), part)
-        assert isinstance(spec, ast.JoinedStr)  # what the parser makes of a spec
-        text = _text_of(spec.values)
-        if text is not None:
-            return _located(ast.Constant(text), spec)
+        if all(isinstance(p, ast.Constant) for p in spec.values):
+            return _located(ast.Constant("".join(p.value for p in spec.values)), spec)
         self.visit_spec_fields(spec)
         return spec
 
-    def visit_spec_fields(self, spec: ast.expr) -> None:
+    def visit_spec_fields(self, spec: ast.JoinedStr) -> None:
         # The spec stays an f-string (so a str); the expressions in it are template code.
-        for field in spec.values if isinstance(spec, ast.JoinedStr) else ():
+        for field in spec.values:
             if isinstance(field, ast.FormattedValue):
                 field.value = self.visit(field.value)
                 if field.format_spec is not None:
                     self.visit_spec_fields(field.format_spec)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        if not (
+            self.tracking
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and type(node.left.value) is str
+        ):
+            return self.generic_visit(node)
+        holes = _percent_holes(node.left.value)
+        if holes is None:
+            return self.generic_visit(node)  # str's % raises for it, as before
+        parts: list[str | None] = []
+        for text, hole in holes:
+            parts.append(text)
+            if hole is not None:
+                parts.append(None)
+        conversions = [hole for _, hole in holes if hole is not None]
+        numeric = [conversion in _NUMERIC_CONVERSIONS for _, conversion in conversions]
+        escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
+        node = self.generic_visit(node)
+        wanted = [
+            i
+            for i, (escaper, (_, conversion)) in enumerate(zip(escapers, conversions, strict=True))
+            if escaper is not None and conversion not in _NUMERIC_CONVERSIONS
+        ]  # fmt: skip
+        if not wanted:
+            return node
+        right = node.right
+        keys = [key for key, _ in conversions]
+        if any(conversions[i][1] == "c" for i in wanted) or any(k == "*" for k in keys):
+            raise self.fragment_error(node)
+        if all(k is None for k in keys):
+            if isinstance(right, ast.Tuple) and not any(
+                isinstance(e, ast.Starred) for e in right.elts
+            ):
+                if len(right.elts) == len(conversions):
+                    for i in wanted:
+                        right.elts[i] = self.percent_escaped(
+                            right.elts[i], conversions[i][1], escapers[i]
+                        )
+                return node  # a wrong count raises as str's % does
+            if len(conversions) == 1:
+                left = node.left
+                fmt = _name(left.id, left) if isinstance(left, ast.Name) else left
+                self.helpers.add("_ptl_ctx_percent")
+                value = _call(_name("_ptl_ctx_percent", right), [right, fmt], right)
+                escaped = self.percent_escaped(value, conversions[0][1], escapers[0])
+                node.right = _located(ast.Tuple([escaped], ast.Load()), right)
+                return node
+        elif all(k is not None for k in keys) and isinstance(right, ast.Dict):
+            values = {
+                key.value: index for index, key in enumerate(right.keys)
+                if isinstance(key, ast.Constant) and type(key.value) is str
+            }  # fmt: skip
+            if all(keys[i] in values for i in wanted) and None not in right.keys:
+                for i in wanted:
+                    index = values[keys[i]]
+                    right.values[index] = self.percent_escaped(
+                        right.values[index], conversions[i][1], escapers[i]
+                    )
+                return node
+        raise self.fragment_error(node)
+
+    def percent_escaped(self, value: ast.expr, conversion: str, escaper: str | None) -> ast.expr:
+        assert escaper is not None
+        code = {"s": -1, "r": 114, "a": 97}[conversion]
+        return self.escaped(
+            _Value(value, value, _PERCENT, conversion=code if code != -1 else -1), escaper
+        )
+
+    def fragment_error(self, node: ast.AST) -> SyntaxError:
+        return self.error(
+            "cannot tell which value of this '%' format lands where HTML needs more than "
+            "HTML escaping; give the values as a tuple of %s fields, or use an f-string",
+            node,
+        )
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if (
+            self.tracking
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and type(node.func.value.value) is str
+        ):
+            try:
+                parsed = list(_string.formatter_parser(node.func.value.value))
+            except ValueError:
+                parsed = []  # str.format raises for it, as before
+            parts: list[str | None] = []
+            for text, field, _spec, _conversion in parsed:
+                parts.append(text)
+                if field is not None:
+                    parts.append(None)
+            parts.append("")
+            if any(e is not None for e in self.fragment(node, parts, [node] * parts.count(None))):
+                raise self.error(
+                    "a field of this .format() lands where HTML needs more than HTML "
+                    "escaping, and .format() is only taken apart for plain fields in an "
+                    "output statement; use an f-string",
+                    node,
+                )
+        return self.generic_visit(node)
+
+
+_NUMERIC_CONVERSIONS = frozenset("diouxXeEfFgG")
+_PERCENT_SPEC = re.compile(
+    r"%(?:\(([^)]*)\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])"
+)
+
+
+def _percent_holes(fmt: str) -> list[tuple[str, tuple[str | None, str] | None]] | None:
+    """*fmt*'s text before each conversion, with its (key or "*", conversion); None if invalid."""
+    holes: list[tuple[str, tuple[str | None, str] | None]] = []
+    text: list[str] = []
+    index = 0
+    while True:
+        found = fmt.find("%", index)
+        if found < 0:
+            text.append(fmt[index:])
+            holes.append(("".join(text), None))
+            return holes
+        text.append(fmt[index:found])
+        match = _PERCENT_SPEC.match(fmt, found)
+        if match is None:
+            return None
+        key, width, precision, conversion = match.groups()
+        index = match.end()
+        if conversion == "%":
+            text.append("%")
+            continue
+        star = "*" if "*" in (width, precision) else key
+        holes.append(("".join(text), (star, conversion)))
+        text = []
+
+
+def _opts_out(body: list[ast.stmt]) -> bool:
+    """Whether *body* (a module's or template's) sets OPT_OUT to False in its first statements."""
+    for statement in body[:8]:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == OPT_OUT
+            and isinstance(statement.value, ast.Constant)
+            and statement.value.value is False
+        ):
+            return True
+    return False
+
+
+def _keyword(node: ast.AST, keyword: str) -> ast.AST:
+    """A node spanning the *keyword* that starts statement *node*, to locate an error."""
+    spot = ast.Pass()
+    spot.lineno = spot.end_lineno = node.lineno
+    spot.col_offset = node.col_offset
+    spot.end_col_offset = node.col_offset + len(keyword)
+    return spot
+
+
+def _irrefutable(pattern: ast.pattern) -> bool:
+    if isinstance(pattern, ast.MatchAs):
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    if isinstance(pattern, ast.MatchOr):
+        return any(_irrefutable(p) for p in pattern.patterns)
+    return False
+
 
 # -- scopes for tools: what the compiler would do, without rewriting ----------------------
 
@@ -940,7 +1391,7 @@ def _check(
                     "for the code the PTL compiler generates",
                     filename,
                     lines,
-                    _name_location(name, _place(ref), lines),
+                    _name_location(name, ref, lines),
                 )
         if isinstance(node, (ast.Yield, ast.YieldFrom)) and in_template:
             raise _syntax_error(
@@ -988,7 +1439,7 @@ def _bound_names(node: ast.AST) -> list[tuple[str, ast.AST]]:
     return []
 
 
-def _name_location(name: str, ref: _Located, lines: list[str]) -> _Located:
+def _name_location(name: str, ref: ast.AST, lines: list[str]) -> ast.AST:
     """A node spanning *name* where it first appears at or after *ref*'s start."""
     line = lines[ref.lineno - 1]
     start = _char_col(line, ref.col_offset)
@@ -1015,7 +1466,7 @@ def _first_output(statements: list[ast.stmt]) -> ast.Expr | None:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 found = _first_output([child])
-            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
                 found = _first_output(child.body)
             else:
                 continue
@@ -1030,26 +1481,22 @@ def _as_list(result: ast.AST | list[ast.AST] | None) -> list[ast.AST]:
     return result if isinstance(result, list) else [result]
 
 
-def _syntax_error(
-    message: str, filename: str, lines: list[str], node: _Located
-) -> SyntaxError:
+def _syntax_error(message: str, filename: str, lines: list[str], node: ast.AST) -> SyntaxError:
     lineno, end_lineno = node.lineno, node.end_lineno or node.lineno
     line = lines[lineno - 1]
     offset = _char_col(line, node.col_offset) + 1
-    end_col = node.col_offset if node.end_col_offset is None else node.end_col_offset
-    end_offset = _char_col(lines[end_lineno - 1], end_col) + 1
+    end_offset = _char_col(lines[end_lineno - 1], node.end_col_offset) + 1
     return SyntaxError(message, (filename, lineno, offset, line, end_lineno, end_offset))
 
 
 def _split_lines(source: str | bytes, filename: str) -> list[str]:
     if isinstance(source, bytes):
-        raw = source
         try:
-            source = decode_source(raw)
+            source = decode_source(source)
         except UnicodeDecodeError as exc:
-            raise _decode_error(exc, raw, filename) from None
+            raise _decode_error(exc, source, filename) from None
         except SyntaxError as exc:  # a bad coding cookie or undecodable first lines
-            raise _cookie_error(exc, raw, filename) from None
+            raise _cookie_error(exc, source, filename) from None
     # CPython reads source with universal newlines; so do the tokenizer and parser here.
     source = source.replace("\r\n", "\n").replace("\r", "\n")
     return io.StringIO(source).readlines()
@@ -1126,6 +1573,24 @@ def python_view(
     return "".join(lines), templates
 
 
+def context_report(
+    source: str | bytes, filename: str = "<ptl>"
+) -> list[tuple[int, int, str, str | None]]:
+    """Each value of the ``[html]`` templates in *source*: line, column, context, escaper.
+
+    Columns count characters from 1; the escaper is a name in
+    :mod:`ptl_wsgi.escapers`, None for plain HTML escaping.  Raises SyntaxError
+    as compiling does (a value where none may go, unbalanced branches, ...).
+    """
+    original = _split_lines(source, filename)
+    report: list[tuple[int, int, str, str | None]] = []
+    _on_fresh_stack(_parse_lines, original, filename, report)
+    return [
+        (line, _char_col(original[line - 1], col) + 1, context, escaper)
+        for line, col, context, escaper in report
+    ]
+
+
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
     """Compile PTL *source* to a module code object whose filename is *filename*.
 
@@ -1145,7 +1610,11 @@ def _compile_lines(original: list[str], filename: str) -> CodeType:
             raise _fill_text(exc, original) from None
 
 
-def _parse_lines(original: list[str], filename: str) -> tuple[ast.Module, int, ast.AST | None]:
+def _parse_lines(
+    original: list[str],
+    filename: str,
+    report: list[tuple[int, int, str, str | None]] | None = None,
+) -> tuple[ast.Module, int, ast.AST | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
         if "\0" in line:
@@ -1178,14 +1647,18 @@ def _parse_lines(original: list[str], filename: str) -> tuple[ast.Module, int, a
         except SyntaxError:
             pass  # reported, better located, when the transformed tree is compiled
     with _recursion_room(depth), _nesting_limit(filename, original, deepest):
-        transformer = _Transformer(templates, filename, original)
+        transformer = _Transformer(
+            templates, filename, original, contextual=not _opts_out(tree.body), report=report
+        )
         tree = transformer.visit(tree)
         # Literals of statements joined with their neighbours may be unused now.
         used = {
-            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_ptl_lit_")
+            n.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_"))
         }
-        literals = [a for a in transformer.literals.values() if _target_name(a) in used]
-        _add_prologue(tree, literals)
+        literals = [a for a in transformer.literals.values() if a.targets[0].id in used]
+        _add_prologue(tree, literals, _escaper_imports(transformer, used))
     return tree, depth, deepest
 
 
@@ -1216,7 +1689,7 @@ def _too_deep(filename: str, original: list[str], deepest: ast.AST | None) -> Sy
         "maximum recursion depth exceeded during compilation)"
     )
     if deepest is not None:
-        return _syntax_error(message, filename, original, _place(deepest))
+        return _syntax_error(message, filename, original, deepest)
     # Without a tree the longest line is where deep nesting almost always is.
     lineno = max(range(len(original)), key=lambda i: len(original[i]), default=0) + 1
     text = original[lineno - 1] if original else ""
@@ -1259,8 +1732,7 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         except BaseException as exc:  # handed to the calling thread
             outcome.append((False, exc))
 
-    thread = threading.Thread(target=run, name="ptl-compile", daemon=True)
-    started = True
+    thread: threading.Thread | None = threading.Thread(target=run, name="ptl-compile", daemon=True)
     with _thread_lock:
         # stack_size() applies to every thread started meanwhile: keep the window short.
         previous = threading.stack_size()
@@ -1271,17 +1743,16 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         try:
             thread.start()
         except RuntimeError:  # no threads here (interpreter shutdown, some platforms)
-            started = False
+            thread = None
         finally:
             threading.stack_size(previous)
-    if not started:
+    if thread is None:
         run()
     else:
         thread.join()
     ok, value = outcome[0]
     if ok:
-        result: _T = value
-        return result
+        return value
     outcome.clear()
     try:
         raise value
@@ -1316,16 +1787,31 @@ def _recursion_room(depth: int) -> Iterator[None]:
                 sys.setrecursionlimit(_limit_before)
 
 
-def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
+def _escaper_imports(transformer: _Transformer, used: set[str]) -> list[ast.stmt]:
+    """The import of the escapers the generated code uses; none in most modules."""
+    names = sorted(
+        [(name, _ESCAPER + name) for name in transformer.escapers if _ESCAPER + name in used]
+        + [(name, alias) for name, alias in _CONTEXT_HELPERS if alias in transformer.helpers]
+    )
+    if not names:
+        return []
+    aliases = [ast.alias(name=name, asname=asname) for name, asname in names]
+    return [ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0)]
+
+
+def _add_prologue(
+    tree: ast.Module, literals: list[ast.Assign], imports: list[ast.stmt] = ()
+) -> None:
     """Insert the runtime import and the hoisted literals after docstring and __future__."""
     body = tree.body
     index = 0
     if body and ast.get_docstring(tree, clean=False) is not None:
         index = 1
-    while index < len(body):
-        statement = body[index]
-        if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
-            break
+    while (
+        index < len(body)
+        and isinstance(body[index], ast.ImportFrom)
+        and body[index].module == "__future__"
+    ):
         index += 1
     # The prologue runs at the docstring's (or last __future__ import's) line, else line 1:
     # never at a line of the module's own code, so a line breakpoint there stops there.
@@ -1342,4 +1828,4 @@ def _add_prologue(tree: ast.Module, literals: list[ast.Assign]) -> None:
         names=[ast.alias(name=name, asname=asname) for name, asname in _MARKERS],
         level=0,
     )
-    body[index:index] = [_located(node, ref) for node in (runtime, markers, *literals)]
+    body[index:index] = [_located(node, ref) for node in (runtime, markers, *imports, *literals)]

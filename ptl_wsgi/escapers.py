@@ -3,9 +3,10 @@
 The compiler (through :mod:`ptl_wsgi.htmlcontext`) decides at compile time
 which escaper a value needs; compiled templates call the escapers here at run
 time, bound as ``_ptl_esc_NAME``.  Each returns htmltext, so the final join of
-the template output keeps it as it is.  Values with ``__html__`` (htmltext,
-``Markup``, a template's result) are trusted in every context: they pass through
-unchanged, as they do in text.
+the template output keeps it as it is (a non-negative int is returned as it is:
+its digits are the same escaped or not, and the join formats it).  Values with
+``__html__`` (htmltext, ``Markup``, a template's result) are trusted in every
+context: they pass through unchanged, as they do in text.
 
 An escaper's name is ``BASE`` (inside ``<script>``, ``<style>`` or a comment) or
 ``BASE_LAYER``: the base encodes for the inner language, the layer for the HTML
@@ -264,12 +265,22 @@ _LAYERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _compose(base: Callable[[str], str], layer: Callable[[str], str]) -> Escaper:
+def _compose(
+    base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True
+) -> Escaper:
     def escape(value: Any) -> Any:
-        markup = _markup(value)
-        if markup is not None:
-            return markup
-        return htmltext(layer(base(_text(value))))
+        if type(value) is str:
+            text = value
+        elif type(value) is int and ints and value >= 0:
+            # Digits mean the same in every context these escapers serve: the int goes
+            # to the output as it would in text (the common "/item/%s" % id costs nothing).
+            return value
+        else:
+            markup = _markup(value)
+            if markup is not None:
+                return markup
+            text = str(value)
+        return htmltext(layer(base(text)))
 
     return escape
 
@@ -304,18 +315,27 @@ def _attr_name(value: Any) -> Any:
     return htmltext(text)
 
 
+def _tag_attrs(value: Any) -> Any:
+    """Right after a tag's name: attribute names as between attributes, after a space."""
+    escaped = _attr_name(value)
+    if escaped and type(value) is not htmltext and not hasattr(value, "__html__"):
+        return htmltext(" " + escaped)
+    return escaped
+
+
 def _build() -> dict[str, Escaper]:
     escapers: dict[str, Escaper] = {}
     for base_name, base in _BASES.items():
         for layer_name, layer in _LAYERS.items():
             name = f"{base_name}_{layer_name}" if layer_name else base_name
-            escapers[name] = _compose(base, layer)
+            escapers[name] = _compose(base, layer, ints=base is not _drop)
             escapers[name].__name__ = escapers[name].__qualname__ = name
     for layer_name, layer in _LAYERS.items():
         name = f"js_value_{layer_name}" if layer_name else "js_value"
         escapers[name] = _compose_js_value(layer)
         escapers[name].__name__ = escapers[name].__qualname__ = name
     escapers["attr_name"] = _attr_name
+    escapers["tag_attrs"] = _tag_attrs
     return escapers
 
 

@@ -168,6 +168,7 @@ _CONTENT = {
 
 _SPACE = " \t\n\r\f"
 _TAG_NAME = re.compile(r"[^\s/>]*")
+_TAG_START = re.compile(r"</?[A-Za-z][^\s/>]*")
 _ATTR_NAME = re.compile(r"[^\s/>][^\s/>=]*")
 _UNQUOTED_END = re.compile(r"[\s>]")
 _END_TAGS = {name: re.compile(rf"</{name}(?=[\s/>]|\Z)", re.IGNORECASE) for name in _CONTENT}
@@ -662,6 +663,9 @@ def escaper_for(ctx: Context) -> str | None:
     """
     state = ctx.state
     if ctx.pending and state == S_TEXT:
+        if _TAG_START.fullmatch(ctx.pending):
+            # "<button%s>" % attrs(...): right after a tag's name go its attributes.
+            return "tag_attrs"
         raise ContextError(f"a value here would be part of the tag {ctx.pending!r}")
     if ctx.pending and state == S_TAG:
         raise ContextError(f"a value here would be part of the attribute name {ctx.pending!r}")
@@ -703,6 +707,10 @@ def _base(ctx: Context) -> str:
 
 def after_value(ctx: Context) -> Context:
     """The context after a value inserted in *ctx* (a valid place for one)."""
+    if ctx.pending and ctx.state == S_TEXT and _TAG_START.fullmatch(ctx.pending):
+        name = ctx.pending.lstrip("</").lower()
+        element = name if name in _CONTENT and not ctx.pending.startswith("</") else ""
+        return Context(S_AFTER_NAME, attr=K_PLAIN, element=element)
     ctx = settle(ctx)
     if ctx.pending and ctx.state == S_COMMENT:
         return ctx._replace(pending="")
@@ -803,7 +811,8 @@ def describe(ctx: Context) -> str:
         name = f"{name} in a template literal's ${{...}}"
     if ctx.delim:
         where = f"{_DELIMS[ctx.delim]} {_KINDS.get(ctx.attr, '')}attribute value"
-        name = where if ctx.state == S_ATTR else f"{name} in a {where}"
+        article = "an" if where[0] in "aeiou" else "a"
+        name = f"{article} {where}" if ctx.state == S_ATTR else f"{name} in {article} {where}"
     elif ctx.element in ("script", "style") and ctx.state not in (
         S_TAG,
         S_AFTER_NAME,

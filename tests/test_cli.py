@@ -85,6 +85,37 @@ def test_check_success(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
+def test_check_contexts_prints_each_value_and_reports_unbalanced_templates(
+    tmp_path: Path,
+) -> None:
+    write_files(
+        tmp_path,
+        {
+            "page.ptl": (
+                "def f [html] (a, b, c):\n"
+                "    '<p>%s</p>' % a\n"
+                "    '<a href=\"%s\">' % b\n"
+                "    '<script>var c = '\n"
+                "    c\n"
+                "    ';</script></a>'\n"
+            ),
+            "open.ptl": "def g [html] ():\n    '<style>'\n",
+        },
+    )
+    result = run("check", "--contexts", "page.ptl", "open.ptl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "page.ptl:2:19: text: HTML escaping",
+        "page.ptl:3:23: a URL (start) in a double-quoted URL attribute value: escaper url_q",
+        "page.ptl:5:5: a JavaScript expression in <script>: escaper js_value",
+    ]
+    assert result.stderr.splitlines() == [
+        "open.ptl:1:1: template 'g' ends in CSS in <style>, not in text: close what it opens "
+        "(tag, attribute, script, style or comment) before it ends, or opt out of contextual "
+        "escaping with __ptl_contextual__ = False"
+    ]
+
+
 def test_check_missing_file(tmp_path: Path) -> None:
     result = run("check", tmp_path / "missing.ptl")
     assert result.returncode == 1

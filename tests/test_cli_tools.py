@@ -405,7 +405,7 @@ def test_pre_commit_hook_definitions() -> None:
 # -- convert: literals judged by value, bare returns reported --------------------------------
 
 ESCAPED_MARKUP = [
-    r"'\x3cscript\x3e'",
+    r"'\x3cscript\x3e\x3c/script\x3e'",  # closed: a template must end in text
     r"'\N{LESS-THAN SIGN}i\N{GREATER-THAN SIGN}'",
     r"'\74i\76'",
     r"'\u003cb\u003e'",

@@ -190,12 +190,12 @@ def test_comprehension_statements_emit_items() -> None:
         """
         def f [html] (rows):
             ["<li>%s</li>" % r for r in rows]
-            ("<%s>" % r for r in rows)
+            ("[%s]" % r for r in rows)
             {1 for _ in rows}
             [r for r in rows if r is None]
         """
     )
-    assert m.f(["a", "&"]) == "<li>a</li><li>&amp;</li><a><&amp;>1"
+    assert m.f(["a", "&"]) == "<li>a</li><li>&amp;</li>[a][&amp;]1"
 
 
 def test_bare_return_returns_output_so_far() -> None:

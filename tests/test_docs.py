@@ -56,6 +56,7 @@ RUN = [
     "helpers.md",
     "layouts.md",
     "tstrings.md",
+    "contextual-escaping.md",
 ]
 # Pages whose examples are t-strings: their syntax is Python 3.14+.
 NEEDS_314 = {"tstrings.md"}

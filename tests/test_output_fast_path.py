@@ -162,11 +162,11 @@ def test_the_fast_path_is_taken() -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        "'<{\u00b2}>'.format(a)",  # a digit that is not decimal: str.format reads a key
-        "'<{\u0663}>'.format(b, b, b, a)",  # an Arabic-Indic 3: str.format reads index 3
-        "'<{0}{}>'.format(a, b)",  # manual then automatic numbering: a ValueError
-        "'<{x.y}>'.format(x=a)",  # an attribute: the general path
-        "'<%s %d>' % (a, b)",  # a conversion other than %s: the general path
+        "'<b>{\u00b2}'.format(a)",  # a digit that is not decimal: str.format reads a key
+        "'<b>{\u0663}'.format(b, b, b, a)",  # an Arabic-Indic 3: str.format reads index 3
+        "'<b>{0}{}'.format(a, b)",  # manual then automatic numbering: a ValueError
+        "'<b>{x.y}'.format(x=a)",  # an attribute: the general path
+        "'<b>%s %d' % (a, b)",  # a conversion other than %s: the general path
     ],
 )
 def test_unusual_fields_compile_and_match_the_general_path(call: str) -> None:

@@ -35,9 +35,10 @@ from urllib.parse import parse_qs, quote, urlencode
 import pytest
 from browser import XSSBrowser, unavailable
 from servers import fetch, run_process_server, serve_in_thread
-from xss_cases import CONTEXTS, VECTORS, ptl_renderers
+from xss_cases import CONTEXTS, CONTEXTUAL, VECTORS, contextual_renderers, ptl_renderers
 
-from ptl_wsgi.html import htmltext
+from ptl_wsgi.escapers import ESCAPERS, UNSAFE_CSS
+from ptl_wsgi.html import htmlescape, htmltext
 from ptl_wsgi.safety import UNSAFE_URL, attrs, is_safe_url, json_script, safe_url
 
 pytestmark = [
@@ -69,14 +70,22 @@ def json_value(vector: str) -> dict[str, Any]:
 
 def raw(context: str) -> Callable[[str], str]:
     """The output of a template that forgot to escape: the harness must flag it."""
-    before, after = CONTEXTS[context]
+    before, after = {**CONTEXTS, **CONTEXTUAL}[context]
     return lambda vector: before + vector + after
+
+
+def html_escaped(context: str) -> Callable[[str], str]:
+    """What plain HTML escaping (contextual escaping off) makes of a value there."""
+    before, after = CONTEXTUAL[context]
+    return lambda vector: before + str(htmlescape(vector)) + after
 
 
 RENDERERS: dict[str, Callable[[str], Any]] = {
     **ptl_renderers(),
+    **contextual_renderers(),
     "url": url_block,
-    **{f"raw_{context}": raw(context) for context in CONTEXTS},
+    **{f"raw_{context}": raw(context) for context in [*CONTEXTS, *CONTEXTUAL]},
+    **{f"html_{context}": html_escaped(context) for context in CONTEXTUAL},
 }
 
 
@@ -92,10 +101,11 @@ def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[byt
     else:
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found"]
+    head = "<script>window.__v = []</script>"
     if page.endswith("title"):
-        document = f"<!DOCTYPE html><html><head>{content}</head><body></body></html>"
+        document = f"<!DOCTYPE html><html><head>{head}{content}</head><body></body></html>"
     else:
-        document = f"<!DOCTYPE html><html><head></head><body>{content}</body></html>"
+        document = f"<!DOCTYPE html><html><head>{head}</head><body>{content}</body></html>"
     start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
     return [document.encode()]
 
@@ -126,11 +136,12 @@ READ_BACK = {
 }
 # Every element the browser parsed, so that a stray one shows up.
 TAGS = "[...document.querySelectorAll('body *, head *')].map(e => e.localName)"
+HEAD_TAGS = ["script"]  # window.__v = []
 
 
 def expected_tags(context: str, count: int) -> list[str]:
     before = CONTEXTS[context][0]
-    return [tag for tag in ("div", "title", "textarea") if f"<{tag} " in before] * count
+    return HEAD_TAGS + [tag for tag in ("div", "title", "textarea") if f"<{tag} " in before] * count
 
 
 # Vectors that run when inserted raw, one or more per way the harness detects
@@ -158,6 +169,16 @@ MUST_FLAG = {
     "single_quoted": ["' onmouseover='alert(1)", "'><img src=x onerror=alert(1)>"],
     "title": ["</title><script>alert(1)</script>"],
     "textarea": ["</textarea><script>alert(1)</script>"],
+    "href": ["javascript:alert(1)"],
+    "src": ["javascript:alert(1)"],
+    "unquoted": ["x onmouseover=alert(1)"],
+    "js_double": ['");alert(1);//'],
+    "js_single": ["');alert(1);//"],
+    "js_template": ["${alert(1)}"],
+    "js_expression": ["alert(1)"],
+    "onclick": ["'+alert(1)+'"],
+    "comment": ["--><script>alert(1)</script>"],
+    "srcdoc": ["<script>parent.alert(1)</script>"],
 }
 
 
@@ -195,6 +216,104 @@ def test_no_vector_executes_in_templates(browser: XSSBrowser, site: str, context
             garbled.append(batch)
     assert not executed, json.dumps(executed, indent=1)
     assert not garbled, garbled
+
+
+# -- contextual escaping: every other place a value can land, plain template code ----------
+
+CTX = "[...document.querySelectorAll('.ctx')]"
+CONTEXTUAL_READ_BACK = {
+    "href": f"{CTX}.map(e => e.getAttribute('href'))",
+    "src": f"{CTX}.map(e => e.getAttribute('src'))",
+    "srcset": f"{CTX}.map(e => e.getAttribute('srcset'))",
+    "unquoted": f"{CTX}.map(e => e.title)",
+    "js_double": "window.__v",
+    "js_single": "window.__v",
+    "js_template": "window.__v",
+    "js_expression": "window.__v",
+    "onclick": f"{CTX}.map(e => e.onclick())",
+    "style_attribute": f"{CTX}.map(e => e.getAttribute('style'))",
+    "style_element": f"{CTX}.map(e => e.textContent)",
+    "comment": f"{CTX}.map(e => e.childNodes.length === 1 && e.firstChild.nodeType === 8"
+    " ? e.firstChild.data : null)",
+    "srcdoc": f"{CTX}.map(e => e.getAttribute('srcdoc'))",
+}
+CONTEXTUAL_TAGS = {
+    "href": ["a"],
+    "src": ["img"],
+    "srcset": ["img"],
+    "unquoted": ["div"],
+    "js_double": ["script"],
+    "js_single": ["script"],
+    "js_template": ["script"],
+    "js_expression": ["script"],
+    "onclick": ["button"],
+    "style_attribute": ["div"],
+    "style_element": ["style"],
+    "comment": ["div"],
+    "srcdoc": ["iframe"],
+}
+
+
+def decoded(escaper: str, vector: str) -> str:
+    """The escaper's output as the browser's HTML parser decodes it in an attribute."""
+    import html
+
+    return html.unescape(str(ESCAPERS[escaper](vector)))
+
+
+def arrives_as(context: str, vector: str) -> Any:
+    """What the page must read back for *vector*: the value itself where the context carries it."""
+    if context in ("href", "src"):
+        return decoded("url_q", vector)  # the scheme checked, the rest percent-encoded
+    if context == "srcset":
+        return decoded("srcset_q", vector)
+    if context == "style_attribute":
+        return "color: " + decoded("css_q", vector)  # one safe token, or the marker
+    if context == "style_element":
+        return "#none { color: " + str(ESCAPERS["css"](vector)) + " }"
+    if context == "comment":
+        return " " + str(ESCAPERS["comment"](vector)) + " "  # a comment decodes nothing
+    if context == "srcdoc":
+        return "<p>" + str(htmlescape(vector)) + "</p>"  # the inner document's text
+    return vector  # unquoted attribute, JS strings and expressions, the handler's string
+
+
+@pytest.mark.parametrize("context", ["js_expression", "onclick", "href", "unquoted"])
+def test_html_escaping_alone_fails_where_contextual_escaping_is_needed(
+    browser: XSSBrowser, site: str, context: str
+) -> None:
+    # The hostile test the contextual one must pass: HTML escaping alone runs script here.
+    vector = MUST_FLAG[context][0]
+    assert browser.visit(page_url(site, f"html_{context}", [vector])), "no execution"
+
+
+def test_html_escaping_alone_garbles_a_js_string(browser: XSSBrowser, site: str) -> None:
+    # In a <script>, entities are not decoded: the string would hold "&quot;".
+    assert browser.visit(page_url(site, "html_js_double", ['say "hi"'])) == []
+    assert browser.evaluate("window.__v") == ["say &quot;hi&quot;"]
+
+
+@pytest.mark.parametrize("context", list(CONTEXTUAL))
+def test_no_vector_executes_in_any_context(browser: XSSBrowser, site: str, context: str) -> None:
+    executed, garbled = {}, []
+    for batch in BATCHES:
+        hits = browser.visit(page_url(site, context, batch))
+        if hits:
+            executed[repr(batch)] = hits
+            continue
+        read = browser.evaluate(CONTEXTUAL_READ_BACK[context])
+        tags = browser.evaluate(TAGS)
+        if read != [arrives_as(context, v) for v in batch] or tags != HEAD_TAGS + CONTEXTUAL_TAGS[
+            context
+        ] * len(batch):
+            garbled.append((batch, read))
+    assert not executed, json.dumps(executed, indent=1)
+    assert not garbled, garbled[:2]
+
+
+def test_contextual_markers_are_what_the_escapers_say() -> None:
+    assert decoded("url_q", "javascript:alert(1)") == UNSAFE_URL
+    assert str(ESCAPERS["css"]("x;y")) == UNSAFE_CSS
 
 
 def test_no_vector_executes_as_a_url(browser: XSSBrowser, site: str) -> None:

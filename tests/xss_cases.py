@@ -50,3 +50,45 @@ def ptl_renderers() -> dict[str, Callable[[str], Any]]:
     namespace: dict[str, Any] = {}
     exec(compile_ptl("".join(source), "<xss-contexts>"), namespace)
     return {name: namespace[name] for name in CONTEXTS}
+
+
+# Contextual escaping (docs/contextual-escaping.md): the places HTML escaping alone does
+# not protect, each with plain template code and no helper.  name -> (before, after);
+# the element that holds the value has class="ctx".
+CONTEXTUAL: dict[str, tuple[str, str]] = {
+    "href": ('<a class="ctx" href="', '">x</a>'),
+    "src": ('<img class="ctx" loading="lazy" hidden src="', '">'),
+    "srcset": ("<img class='ctx' loading='lazy' hidden srcset='", "'>"),
+    "unquoted": ("<div class=ctx title=", ">x</div>"),
+    "js_double": ('<script>window.__v.push("', '")</script>'),
+    "js_single": ("<script>window.__v.push('", "')</script>"),
+    "js_template": ("<script>window.__v.push(`", "`)</script>"),
+    "js_expression": ("<script>window.__v.push(", ")</script>"),
+    "onclick": ('<button class="ctx" onclick="return \'', "'\">b</button>"),
+    "style_attribute": ('<div class="ctx" style="color: ', '">x</div>'),
+    "style_element": ('<style class="ctx">#none { color: ', " }</style>"),
+    "comment": ('<div class="ctx"><!-- ', " --></div>"),
+    "srcdoc": ('<iframe class="ctx" srcdoc="<p>', '</p>"></iframe>'),
+}
+
+
+def contextual_renderers() -> dict[str, Callable[[str], Any]]:
+    """One [html] template per contextual place, in plain code, styles in turn."""
+    from ptl_wsgi.compiler import compile_ptl
+
+    def braces(text: str) -> str:
+        return text.replace("{", "{{").replace("}", "}}")
+
+    styles = [
+        lambda b, a: f"    {b!r}\n    v\n    {a!r}\n",
+        lambda b, a: f"    {b.replace('%', '%%') + '%s' + a.replace('%', '%%')!r} % (v,)\n",
+        lambda b, a: f"    f{braces(b) + '{v}' + braces(a)!r}\n",
+        lambda b, a: f"    {braces(b) + '{}' + braces(a)!r}.format(v)\n",
+    ]
+    source = [
+        f"def {name} [html] (v):\n{styles[index % len(styles)](before, after)}\n"
+        for index, (name, (before, after)) in enumerate(CONTEXTUAL.items())
+    ]
+    namespace: dict[str, Any] = {}
+    exec(compile_ptl("".join(source), "<xss-contextual>"), namespace)
+    return {name: namespace[name] for name in CONTEXTUAL}
