@@ -267,47 +267,44 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
 
 # -- % formatting -------------------------------------------------------------
 #
-# Each conversion is formatted on the raw value first and escaped afterwards,
-# so widths and precisions count characters the way str does and a %c can
-# never produce a bare markup character.  Numeric conversions produce only
-# digits, signs, letters and spaces, so they are passed through unescaped.
+# str's own % is the grammar, on every Python version: this code only cuts a
+# format into literal text and conversion units, and str formats each unit
+# (so widths and precisions count characters as str does) before the unit's
+# output is escaped; a %c can never produce a bare markup character.  Whether
+# a format fits its arguments (malformed units, too few or too many values, a
+# mapping key without a mapping, and whatever else a version refuses) is asked
+# of str too, with stand-in values that run no code of the caller's, so every
+# error is str's own, with its message, raised where str would raise it.
 
-_NUMERIC = frozenset("diouxXeEfFgG")
-_TEXT = frozenset("sra")
-_FLAGS = frozenset("#0- +")
-_INCOMPLETE_KEY = "incomplete format key"
 
+class _Unit:
+    __slots__ = ("literal", "source", "key", "stars", "end")
 
-class _Spec:
-    __slots__ = ("key", "spec", "kind", "stars", "error")
-
-    def __init__(
-        self, key: str | None, spec: str, kind: str, stars: int, error: str | None = None
-    ) -> None:
+    def __init__(self, literal: str, source: str, key: str | None, stars: int, end: int) -> None:
+        self.literal = literal  # the text before the unit, "%%" already made "%"
+        self.source = source  # the unit as written, its key included: "%(a)-5s"
         self.key = key
-        self.spec = spec
-        self.kind = kind  # "" for a spec cut short before its conversion character
-        self.stars = stars
-        self.error = error  # ValueError message, raised when formatting reaches this spec
+        self.stars = stars  # how many "*" take a width or precision from the values
+        self.end = end  # where the unit ends in the format
 
 
-def _memo(function: Callable[[str], _R]) -> Callable[[str], _R]:
-    """Cache *function*'s results for up to 1024 format strings.
+def _memo(function: Callable[[Any], _R]) -> Callable[[Any], _R]:
+    """Cache *function*'s results for up to 1024 arguments.
 
     Not functools.lru_cache: this twin runs where the C one is not built, and a
     one-shot process rendering from the bytecode cache should not import functools.
     """
-    results: dict[str, _R] = {}
+    results: dict[Any, _R] = {}
 
-    def memoized(fmt: str) -> _R:
+    def memoized(key: Any) -> _R:
         try:
-            return results[fmt]
+            return results[key]
         except KeyError:
             pass
-        result = function(fmt)
+        result = function(key)
         if len(results) >= 1024:
             results.clear()  # a crude bound: format strings come from templates, few
-        results[fmt] = result
+        results[key] = result
         return result
 
     memoized.__name__ = function.__name__
@@ -316,96 +313,133 @@ def _memo(function: Callable[[str], _R]) -> Callable[[str], _R]:
 
 
 @_memo
-def _parse_format(fmt: str) -> tuple[tuple[str | _Spec, ...], bool]:
-    """Split *fmt* into literal text and conversion specs.
+def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
+    """The units of *fmt*, the literal text after the last, and whether every
+    unit is a bare positional ``%s``.
 
-    The second item says whether every spec is a bare positional ``%s``.
-    A malformed spec is kept with its error and parsing stops there: the
-    error is raised when formatting reaches it, so that errors come in the
-    same order, and with the same types, as with ``str % args``.
+    The cut stops at anything it cannot read (``%(`` without its ``)``, a unit
+    without a conversion character): str refuses such a format, and the check
+    in format_mod() raises its error before that point is reached.
     """
-    items: list[str | _Spec] = []
+    units: list[_Unit] = []
     simple = True
-    literal_start = 0
-    i = 0
+    literal: list[str] = []
+    literal_start = i = 0
     n = len(fmt)
-    while True:
-        i = fmt.find("%", i)
-        if i < 0:
-            break
+    while (i := fmt.find("%", i)) >= 0:
+        literal.append(fmt[literal_start:i])
         start = i
         i += 1
-        if i < n and fmt[i] == "%":
-            # Only an immediate "%%" is a literal percent, as with str.
-            items.append(fmt[literal_start:start] + "%")
+        if i < n and fmt[i] == "%":  # only an immediate "%%" is a literal percent
+            literal.append("%")
             i += 1
             literal_start = i
             continue
-        if fmt[literal_start:start]:
-            items.append(fmt[literal_start:start])
-        literal_start = n
         key = None
         if i < n and fmt[i] == "(":
             depth = 1
             j = i + 1
             while j < n and depth:
-                if fmt[j] == "(":
-                    depth += 1
-                elif fmt[j] == ")":
-                    depth -= 1
+                depth += {"(": 1, ")": -1}.get(fmt[j], 0)
                 j += 1
             if depth:
-                items.append(_Spec(None, "", "", 0, _INCOMPLETE_KEY))
-                return tuple(items), False
+                return tuple(units), "", False
             key = fmt[i + 1 : j - 1]
             i = j
-        spec_start = i
+        while i < n and fmt[i] in "#0- +":
+            i += 1
         stars = 0
-        while i < n and fmt[i] in _FLAGS:
-            i += 1
-        if i < n and fmt[i] == "*":
-            stars += 1
-            i += 1
-        else:
-            while i < n and fmt[i].isdigit():
-                i += 1
-        if i < n and fmt[i] == ".":
-            i += 1
+        for allow_dot in (True, False):
             if i < n and fmt[i] == "*":
                 stars += 1
                 i += 1
             else:
-                while i < n and fmt[i].isdigit():
+                while i < n and "0" <= fmt[i] <= "9":
                     i += 1
+            if not (allow_dot and i < n and fmt[i] == "."):
+                break
+            i += 1
         while i < n and fmt[i] in "hlL":
             i += 1
         if i >= n:
-            items.append(_Spec(key, "", "", stars, "incomplete format"))
-            return tuple(items), False
-        kind = fmt[i]
+            return tuple(units), "", False
         i += 1
+        source = fmt[start:i]
+        simple = simple and source == "%s"
+        units.append(_Unit("".join(literal), source, key, stars, i))
+        literal = []
         literal_start = i
-        spec = "%" + fmt[spec_start:i]
-        error = None
-        if kind not in _NUMERIC and kind not in _TEXT and kind != "c":
-            error = f"unsupported format character {kind!r} ({ord(kind):#x}) at index {i - 1}"
-        if key is not None or spec != "%s":
-            simple = False
-        items.append(_Spec(key, spec, kind, stars, error))
-    if fmt[literal_start:]:
-        items.append(fmt[literal_start:])
-    return tuple(items), simple
+    literal.append(fmt[literal_start:])
+    return tuple(units), "".join(literal), simple
 
 
-def _format_one(spec: _Spec, star_args: list[Any], value: Any) -> str:
-    kind = spec.kind
-    if kind in _NUMERIC:
-        return spec.spec % (*star_args, value)
-    if kind == "s" and type(value) is not str:
-        html = getattr(value, "__html__", None)
-        if html is not None:
-            return spec.spec % (*star_args, str(html()))
-    return escape_str(spec.spec % (*star_args, value))
+_stand_in_types: dict[tuple[str, type], type] = {}
+
+
+def _stand_in_type(name: str, base: type) -> type:
+    """A class named *name* (for str's messages that name a value's type)."""
+    cls = _stand_in_types.get((name, base))
+    if cls is None:
+        namespace: dict[str, Any] = {"__index__": lambda self: 0, "__float__": lambda self: 0.0}
+        if base is dict:
+            namespace["__missing__"] = lambda self, key: 0
+        cls = _stand_in_types[(name, base)] = type(name, (base,), namespace)
+    return cls
+
+
+def _shape(arg: Any, mapping: bool) -> tuple[str, type, int]:
+    """What str's % looks at in *arg* besides its values' code: its kind, its
+    type (named in some messages) and how many values a tuple holds."""
+    if isinstance(arg, tuple):
+        return "tuple", type(arg), tuple.__len__(arg)
+    return ("mapping" if mapping else "value"), type(arg), 1
+
+
+_ZEROS: dict[type, Any] = {bool: False, int: 0, float: 0.0, str: "0", type(None): None}
+
+
+def _stand_in(kind: str, cls: type, length: int) -> Any:
+    """A value that str's % reads as it reads one of this shape, running no
+    code of the caller's: items and mapping values are 0, which every
+    conversion and every "*" accepts, and the type has the same name."""
+    if kind == "tuple":
+        zeros = (0,) * length
+        return zeros if cls is tuple else tuple.__new__(_stand_in_type(cls.__name__, tuple), zeros)
+    if kind == "mapping":
+        return _stand_in_type(cls.__name__, dict)()
+    if cls in _ZEROS:
+        return _ZEROS[cls]
+    for base in (bool, int, float, str):
+        if issubclass(cls, base):
+            return _stand_in_type(cls.__name__, base)(_ZEROS[base])
+    return _stand_in_type(cls.__name__, object)()
+
+
+def _outcome(fmt: str, value: Any) -> tuple[type, str] | None:
+    try:
+        fmt % value
+    except (TypeError, ValueError, OverflowError) as exc:
+        return type(exc), str(exc)
+    return None
+
+
+@_memo
+def _failing_unit(key: tuple[str, str, type, int]) -> int | None:
+    """Where str's % fails for a format and a shape of value, or None.
+
+    *key* is the format and the shape; the result is the index of the unit
+    at which str raises, len(units) for an error after the last one.
+    """
+    fmt, *shape = key
+    stand_in = _stand_in(*shape)
+    failure = _outcome(fmt, stand_in)
+    if failure is None:
+        return None
+    units = _split_format(fmt)[0]
+    for index, unit in enumerate(units):
+        if _outcome(fmt[: unit.end], stand_in) == failure:
+            return index
+    return len(units)
 
 
 def _is_mapping(arg: Any) -> bool:
@@ -423,12 +457,27 @@ def _is_mapping(arg: Any) -> bool:
     return True
 
 
-def format_mod(fmt: str, arg: Any) -> str:
-    """``fmt % arg`` with every text conversion escaped; returns markup as str.
+def _format_unit(unit: _Unit, value: Any, shown: Any) -> str:
+    """One unit formatted by str: *value* is what it gets (a tuple, a mapping
+    or the single value), *shown* the value it converts."""
+    if unit.source[-1] == "s" and type(shown) is not str:
+        html = getattr(shown, "__html__", None)
+        if html is not None:
+            markup = str(html())
+            if unit.key is not None:
+                return unit.source % {unit.key: markup}
+            if type(value) is tuple:
+                return unit.source % (*value[:-1], markup)
+            return unit.source % (markup,)
+    return escape_str(unit.source % value)
 
-    Errors follow ``str``: same exception types, raised in the same order.
+
+def format_mod(fmt: str, arg: Any) -> str:
+    """``fmt % arg`` with every conversion escaped; returns markup as str.
+
+    Errors are str's: same exceptions and messages, raised in the same order.
     """
-    items, simple = _parse_format(fmt)
+    units, tail, simple = _split_format(fmt)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.
@@ -438,49 +487,52 @@ def format_mod(fmt: str, arg: Any) -> str:
         args = arg
     else:
         args = tuple.__getitem__(arg, slice(None))
-    if simple and len(args) == sum(1 for item in items if type(item) is _Spec):
-        values = iter(args)
-        return "".join([item if type(item) is str else markup_of(next(values)) for item in items])
-    mapping = arg if not is_tuple and not isinstance(arg, str) and _is_mapping(arg) else None
-    out: list[str] = []
+    if simple and len(args) == len(units):
+        out = []
+        for unit, value in zip(units, args, strict=True):
+            out.append(unit.literal)
+            out.append(markup_of(value))
+        out.append(tail)
+        return "".join(out)
+    mapping = not is_tuple and not isinstance(arg, str) and _is_mapping(arg)
+    shape = _shape(arg, mapping)
+    failing = _failing_unit((fmt, *shape))
+    out = []
     index = 0
-    for item in items:
-        if isinstance(item, str):  # (items are str or _Spec: as fast as type() is, and narrows)
-            out.append(item)
+    for number, unit in enumerate(units):
+        if number == failing:
+            break
+        out.append(unit.literal)
+        if unit.key is not None:
+            shown = arg[unit.key]
+            out.append(_format_unit(unit, {unit.key: shown}, shown))
+            index = len(args)  # as with str: a keyed unit uses up the positional values
             continue
-        if item.key is not None or item.error == _INCOMPLETE_KEY:
-            if mapping is None:
-                raise TypeError("format requires a mapping")
-            if item.key is None:
-                raise ValueError(item.error)
-            # As with str, a keyed spec takes its value (and any "*") from the
-            # mapping and uses up the positional arguments.
-            source = (mapping[item.key],)
-            pos = 0
-            index = len(args)
-        else:
-            source = args
-            pos = index
-        star_args = []
-        for _ in range(item.stars):
-            if pos >= len(source):
-                raise TypeError("not enough arguments for format string")
-            if not isinstance(source[pos], int):
-                raise TypeError("* wants int")
-            star_args.append(source[pos])
-            pos += 1
-        if not item.kind:
-            raise ValueError(item.error)
-        if pos >= len(source):
-            raise TypeError("not enough arguments for format string")
-        value = source[pos]
-        if item.key is None:
-            index = pos + 1
-        if item.error is not None:
-            raise ValueError(item.error)
-        out.append(_format_one(item, star_args, value))
-    if mapping is None and index < len(args):
-        raise TypeError("not all arguments converted during string formatting")
+        if not is_tuple:
+            out.append(_format_unit(unit, arg, arg))
+            index = 1
+            continue
+        taken = args[index : index + unit.stars + 1]
+        try:
+            out.append(_format_unit(unit, taken, taken[-1]))
+        except (TypeError, ValueError, OverflowError):
+            if index:
+                # str numbers the value in its message: the same unit, after as
+                # many units that take one value each and show nothing.
+                padded = "%.0s" * index + unit.source
+                padded % (*(None,) * index, *taken)
+            raise
+        index += unit.stars + 1
+    if failing is not None:
+        # str's own error, where str raises it: the units before are given
+        # stand-ins (formatted already), the failing one its real values,
+        # which str may refuse before it reaches the fault in the format.
+        stand_in = _stand_in(*shape)
+        if is_tuple:
+            fmt % type(stand_in)((*stand_in[:index], *args[index:]))
+        fmt % (arg if not is_tuple and not mapping and index == 0 else stand_in)
+        raise AssertionError(f"{fmt!r} % {arg!r} was expected to fail")  # pragma: no cover
+    out.append(tail)
     return "".join(out)
 
 

@@ -16,6 +16,7 @@ import copy
 import html
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,14 @@ from pathlib import Path
 import pytest
 from django.utils.safestring import SafeString, mark_safe
 from markupsafe import Markup
+
+
+class NamedTuple(tuple):
+    """A tuple subclass: str's % messages name its type."""
+
+
+class Opaque:
+    """Neither a tuple nor a mapping nor a number."""
 
 # The three str storage kinds (1, 2 and 4 bytes per character), each with all
 # five characters that must be escaped.
@@ -450,13 +459,49 @@ class TestPercentFormat:
             ("%*s", ("x", "y")),
             ("%*", ("x",)),
             ("%.*s", (1,)),
+            # Python 3.15 (gh-142037) refuses these with new ValueErrors and
+            # words most messages anew; each version's str is the reference.
+            ("%(a)s %y", {"a": 1}),
+            ("%(a)s %", {"a": 1}),
+            ("%(a).*s", {"a": 1}),
+            ("%(a)s %*s", {"a": 1}),
+            ("%(a)s %(", {"a": 1}),
+            ("%", {"a": 1}),
+            ("abc % %s", 1),
+            ("%s %d", (1, "x")),  # the message numbers the value...
+            ("%(a)d", {"a": "x"}),  # ... or names it
+            ("%s %s %*s", ("a", "b", 1.5, "c")),
+            ("%(a)s", NamedTuple(("a",))),  # the message names the type
+            ("%(a)s", Opaque()),
+            ("%s %s", {"a": 1}),
+            ("%s", (1, 2, 3)),
+            ("%-*", ("<",)),
         ],
     )
-    def test_errors_have_the_same_type_as_with_str(self, impl, fmt, args):
+    def test_errors_are_those_of_str(self, impl, fmt, args):
         with pytest.raises(Exception) as expected:
             fmt % args
-        with pytest.raises(type(expected.value)):
+        with pytest.raises(type(expected.value)) as raised:
             impl.htmltext(fmt) % args
+        assert str(raised.value) == str(expected.value)
+
+    def test_values_before_an_error_are_converted_as_str_converts_them(self, impl):
+        seen = []
+
+        class Loud:
+            def __str__(self) -> str:
+                seen.append("str")
+                return "<"
+
+        for fmt in ("%s %y", "%s %s %", "%s %(a)s"):
+            seen.clear()
+            with pytest.raises(Exception) as expected:
+                fmt % (Loud(), 1)
+            wanted = list(seen)
+            seen.clear()
+            with pytest.raises(type(expected.value), match="^" + re.escape(str(expected.value))):
+                impl.htmltext(fmt) % (Loud(), 1)
+            assert seen == wanted
 
     @pytest.mark.parametrize(
         ("fmt", "args"),
