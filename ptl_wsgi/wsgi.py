@@ -210,7 +210,10 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
     response = Response(status=status, headers=headers)
     if not _has_content_type(headers):
         response.content_type = content_type or default
-    response.set_data(markup(rv) if _is_html(response) else rv)
+    # (A bytearray is sent as it is, as werkzeug sends bytes.)
+    response.set_data(
+        markup(rv) if _is_html(response) else rv  # pyright: ignore[reportArgumentType]
+    )
     return response
 
 

@@ -35,7 +35,7 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "html", "_helpers", "safety", "output", "babel_extract",
-         "coverage", "lint"],
+         "coverage", "lint", "typecheck"],
         2,
     ),
     "i18n": 3,
