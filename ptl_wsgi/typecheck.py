@@ -96,7 +96,12 @@ def stub_source(source: str | bytes, filename: str = "<ptl>") -> str:
         _IMPORT.rstrip(),
         "",
     ]
-    return "\n".join(header + [ast.unparse(node) for node in body]) + "\n"
+    parts = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            parts.append("")  # a blank line before each definition, as formatters put it
+        parts.append(ast.unparse(node))
+    return "\n".join(header + parts) + "\n"
 
 
 def _stub_body(
