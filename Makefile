@@ -1,7 +1,7 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-fast test-all test-django42 coverage bench lint memcheck strict-build fuzz clean
+.PHONY: demo test test-fast test-all test-django42 coverage bench lint types memcheck strict-build fuzz clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
@@ -23,6 +23,12 @@ bench:           ## benchmarks against Jinja2, Mako, Django, markupsafe and Quix
 
 lint:
 	$(PYTHON) dev.py setup && .venv/bin/ruff check .
+
+types:           ## mypy --strict and pyright on the package; stubtest of the stubs on both twins
+	$(PYTHON) dev.py setup && .venv/bin/python -m mypy && .venv/bin/python -m pyright
+	.venv/bin/python -m mypy.stubtest --mypy-config-file pyproject.toml ptl_wsgi.html ptl_wsgi._htmltext_c
+	PTL_WSGI_PURE_PYTHON=1 .venv/bin/python -m mypy.stubtest --mypy-config-file pyproject.toml \
+		--allowlist tests/stubtest-python.allow ptl_wsgi.html
 
 strict-build:    ## the C accelerator with -Wall -Wextra -Werror
 	$(PYTHON) dev.py setup && PTL_WSGI_STRICT_BUILD=1 .venv/bin/python setup.py -q build_ext --inplace --force

@@ -257,7 +257,7 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
         return value
     if fmt is not None and isinstance(value, tuple):
         if tuple.__len__(value) != 1:
-            fmt % value  # str's own error for the wrong number of values
+            _ = fmt % value  # str's own error for the wrong number of values
             raise ValueError("percent_output(): fmt must have one field")
         value = tuple.__getitem__(value, 0)
         if _is_simple_output(value):
@@ -451,7 +451,7 @@ def _is_mapping(arg: Any) -> bool:
     and runs no code of *arg*'s.
     """
     try:
-        "" % arg  # noqa: F507, UP031
+        _ = "" % arg  # noqa: F507, UP031
     except TypeError:
         return False
     return True
@@ -647,28 +647,29 @@ class HtmlTextBase(str):
     def __html__(self) -> Any:
         return self
 
-    def __add__(self, other: Any) -> Any:
+    def __add__(self, other: Any, /) -> Any:
         if isinstance(other, str) or hasattr(other, "__html__"):
             return _new_str(type(self), str.__add__(self, markup_of(other)))
         return NotImplemented
 
-    def __radd__(self, other: Any) -> Any:
+    def __radd__(self, other: Any, /) -> Any:
         if isinstance(other, str) or hasattr(other, "__html__"):
             return _new_str(type(self), markup_of(other) + str(self))
         return NotImplemented
 
-    def __mul__(self, count: Any) -> Any:
+    def __mul__(self, count: Any, /) -> Any:
         result = str.__mul__(self, count)
         if result is NotImplemented:
             return result
         return _new_str(type(self), result)
 
-    __rmul__ = __mul__
+    def __rmul__(self, count: Any, /) -> Any:
+        return self.__mul__(count)
 
-    def __mod__(self, arg: Any) -> Any:
+    def __mod__(self, arg: Any, /) -> Any:
         return _new_str(type(self), format_mod(str(self), arg))
 
-    def join(self, iterable: Iterable[Any]) -> Any:
+    def join(self, iterable: Iterable[Any], /) -> Any:
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
@@ -681,7 +682,7 @@ class HtmlTextBase(str):
             ),
         )
 
-    def format_map(self, mapping: Any) -> Any:
+    def format_map(self, mapping: Any, /) -> Any:
         fmt = _rewrite_format(str.__str__(self))
         return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
 
@@ -702,7 +703,7 @@ class TemplateIO:
         self.html = bool(html)
         self._parts: list[str] = []
 
-    def __iadd__(self, value: Any) -> TemplateIO:
+    def __iadd__(self, value: Any, /) -> TemplateIO:
         if value is not None:
             self._parts.append(_source_markup(value) if self.html else stringify(value))
         return self

@@ -71,6 +71,44 @@ def build_parser() -> argparse.ArgumentParser:
         help=".ptl file or directory (default: .)",
     )
     lint.set_defaults(handler=_lint)
+    stubs = commands.add_parser(
+        "stubs",
+        help="write a .pyi stub beside each .ptl file, for mypy and pyright",
+        description="Write X.pyi beside every X.ptl under each PATH, so that type checkers "
+        "resolve imports of template modules from .py code and check calls against the "
+        "templates' signatures ([html] templates return htmltext, [plain] ones str).",
+    )
+    stubs.add_argument(
+        "paths", nargs="*", default=["."], metavar="PATH", help=".ptl file or directory"
+    )
+    stubs.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if a stub is missing or out of date",
+    )
+    stubs.set_defaults(handler=_stubs)
+    typecheck = commands.add_parser(
+        "typecheck",
+        help="type-check the code in .ptl files (mypy or pyright), .ptl positions",
+        description="Run mypy or pyright, with the project's configuration, on every .ptl "
+        "file under each PATH through the compiler's Python view; a template returns "
+        "htmltext ([html]) or str ([plain]). Prints file:line:col: severity: message; "
+        "exit 1 on any error.",
+    )
+    typecheck.add_argument(
+        "paths", nargs="*", default=["."], metavar="PATH", help=".ptl file or directory"
+    )
+    typecheck.add_argument(
+        "--checker",
+        choices=["mypy", "pyright"],
+        help="the checker to run (default: mypy if installed, else pyright)",
+    )
+    typecheck.add_argument(
+        "--root",
+        default=".",
+        help="the project whose Python files and configuration the checker uses (default: .)",
+    )
+    typecheck.set_defaults(handler=_typecheck)
     show = commands.add_parser(
         "show",
         help="print the Python a .ptl file compiles to",
@@ -239,6 +277,56 @@ def _lint(args: argparse.Namespace) -> int:
     if findings:
         print(f"Found {findings} error{'s' if findings != 1 else ''}.", file=sys.stderr)
     return 1 if findings else 0
+
+
+def _stubs(args: argparse.Namespace) -> int:
+    from ptl_wsgi.typecheck import write_stubs
+
+    failed = 0
+    for path in _ptl_files(args.paths):
+        try:
+            changed = write_stubs([path], check=args.check)
+        except SyntaxError as exc:
+            print(_location(exc, path), file=sys.stderr)
+            failed += 1
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+            failed += 1
+        else:
+            for stub in changed:
+                if args.check:
+                    print(f"{stub}: missing or out of date; run: ptl-wsgi stubs {path}")
+                    failed += 1
+                else:
+                    print(f"wrote {stub}")
+    return 1 if failed else 0
+
+
+def _typecheck(args: argparse.Namespace) -> int:
+    from ptl_wsgi.typecheck import CheckerNotFound, typecheck
+
+    paths = list(_ptl_files(args.paths))
+    for path in paths:
+        if not os.path.isfile(path):
+            print(f"{path}: no such file", file=sys.stderr)
+            return 2
+    try:
+        diagnostics = typecheck(paths, args.checker, args.root)
+    except CheckerNotFound as exc:
+        print(f"ptl-wsgi typecheck: {exc}", file=sys.stderr)
+        return 2
+    except SyntaxError as exc:
+        print(_location(exc, exc.filename or "<ptl>"), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"ptl-wsgi typecheck: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    for diagnostic in diagnostics:
+        print(diagnostic)
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    if errors:
+        print(f"Found {errors} error{'s' if errors != 1 else ''}.", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def _show(args: argparse.Namespace) -> int:

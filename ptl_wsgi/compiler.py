@@ -32,7 +32,7 @@ import re
 import sys
 import threading
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import decode_source
@@ -542,7 +542,9 @@ class _Transformer(_ScopeWalker):
                     value.elt = self.escaped(_Value(value.elt, node.value.elt, _RAW), escaper)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
-        pieces = self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
+        pieces: list[_Piece] | None = (
+            self.pieces(node.value) if self.kind == "html" and _SPLIT_OUTPUT else None
+        )
         if (
             pieces is None
             and self.kind == "html"
@@ -1025,7 +1027,8 @@ class _Transformer(_ScopeWalker):
         node.finalbody = self.visit_list(node.finalbody)
         return node
 
-    visit_TryStar = visit_Try
+    # (Same fields as Try; typeshed types the base method for TryStar alone on 3.11+.)
+    visit_TryStar = visit_Try  # type: ignore[assignment, unused-ignore]
 
     # -- literals --------------------------------------------------------------
 
@@ -1399,11 +1402,11 @@ def _check(
             )
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             own = (node.lineno, node.col_offset) in templates
-            body: list[ast.AST] = list(node.body)
+            body: Sequence[ast.AST] = node.body
         elif isinstance(node, ast.Lambda):
             own, body = _OTHER_SCOPE, [node.body]
         elif isinstance(node, ast.ClassDef):
-            own, body = _OTHER_SCOPE, list(node.body)
+            own, body = _OTHER_SCOPE, node.body
         else:
             own, body = in_template, []
         inner = {id(child) for child in body}

@@ -66,10 +66,11 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         str_method = getattr(str, name)
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            args, kwargs = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
-            return str.__new__(type(self), str_method(self, *args, **kwargs))
+            escaped, named = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
+            return str.__new__(type(self), str_method(self, *escaped, **named))
 
         method.__name__ = name
+        method.__wrapped__ = str_method  # type: ignore[attr-defined]  # inspect: str's signature
         method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; returns htmltext."
         return method
 
@@ -83,6 +84,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             return str.__new__(type(self), str_method(self, *args, **kwargs))
 
         method.__name__ = name
+        method.__wrapped__ = str_method  # type: ignore[attr-defined]  # inspect: str's signature
         method.__doc__ = f"Like :meth:`str.{name}`; returns htmltext."
         return method
 
@@ -91,11 +93,12 @@ def _build(twin: ModuleType) -> SimpleNamespace:
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             cls = type(self)
-            args, kwargs = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
-            parts = str_method(self, *args, **kwargs)
+            escaped, named = _escape_args(markup_of, args), _escape_kwargs(markup_of, kwargs)
+            parts = str_method(self, *escaped, **named)
             return type(parts)(str.__new__(cls, p) for p in parts)
 
         method.__name__ = name
+        method.__wrapped__ = str_method  # type: ignore[attr-defined]  # inspect: str's signature
         method.__doc__ = f"Like :meth:`str.{name}`, escaping text arguments; parts are htmltext."
         return method
 
@@ -110,7 +113,8 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             import copyreg
 
             state = getattr(self, "__dict__", None) or None
-            return (copyreg.__newobj__, (type(self), str(self)), state)
+            newobj = copyreg.__newobj__  # type: ignore[attr-defined]  # not in typeshed
+            return (newobj, (type(self), str(self)), state)
         if _active is not None and cls is _active.htmltext:
             return (_unpickle, (str(self),))
         # The other twin's class (tests, benchmarks): keep it on the round trip.
@@ -328,7 +332,7 @@ def _bound_helpers() -> Any:
     if not _helpers_bound:
         from ptl_wsgi._helpers import Helpers
 
-        _helpers_bound.append(Helpers(_active))
+        _helpers_bound.append(Helpers(implementation(IMPLEMENTATION)))  # (that is _active)
     return _helpers_bound[0]
 
 

@@ -35,7 +35,7 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
-         "escapers", "output", "babel_extract", "coverage", "lint"],
+         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck"],
         2,
     ),
     "i18n": 3,

@@ -25,6 +25,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any, Literal, TypeVar
@@ -39,7 +40,6 @@ from django.template.backends.base import BaseEngine
 from django.template.backends.utils import csrf_input_lazy, csrf_token_lazy
 from django.template.base import Origin
 from django.utils.autoreload import autoreload_started, file_changed
-from django.utils.functional import cached_property
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader

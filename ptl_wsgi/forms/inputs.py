@@ -117,8 +117,8 @@ class FormData:
         return cls("GET")
 
 
-def _is_environ(source: Mapping[Any, Any]) -> bool:
-    return "REQUEST_METHOD" in source and "wsgi.input" in source
+def _is_environ(source: object) -> bool:
+    return isinstance(source, Mapping) and "REQUEST_METHOD" in source and "wsgi.input" in source
 
 
 def form_data(source: Any, method: str = "post") -> FormData:
@@ -139,8 +139,7 @@ def form_data(source: Any, method: str = "post") -> FormData:
         if request is None:
             from werkzeug.wrappers import Request
 
-            # It registers itself in the environ for reuse: the environ itself, a dict (PEP 3333).
-            request = Request(source)  # type: ignore[arg-type]
+            request = Request(source)  # registers itself in the environ for reuse
         source = request
     if hasattr(source, "form") and hasattr(source, "args") and hasattr(source, "method"):
         fields = source.args if get else source.form
