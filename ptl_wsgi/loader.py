@@ -464,14 +464,23 @@ class Loader:
             part = _module_part(directory)
             name = f"{parent_name}.{part}"
             package = sys.modules.get(name)
+            locations = [os.path.join(root, *directories[:depth]) for root in self.search_path]
             if package is None:
                 spec = ModuleSpec(name, None, is_package=True)
-                spec.submodule_search_locations = [
-                    os.path.join(root, *directories[:depth]) for root in self.search_path
-                ]
+                spec.submodule_search_locations = locations
                 package = module_from_spec(spec)
-                sys.modules[name] = package
+                # A file of the directory's name (partials.ptl beside partials/) is that
+                # package's code, as a module's file beats a directory in Python's imports:
+                # loaded now, so every module sees one package holding both.
+                twin = self.find("/".join(directories[:depth]) + _SUFFIX)
+                if twin is None:
+                    sys.modules[name] = package
+                else:
+                    package = load_module_from_path(twin, name, into=package)
                 setattr(parent, part, package)
+            elif not hasattr(package, "__path__"):  # that file, loaded first: a package now
+                package.__path__ = locations
+                package.__spec__.submodule_search_locations = locations
             parent_name, parent = name, package
         part = _module_part(file[: file.rindex(".")])
         name = f"{parent_name}.{part}"
