@@ -16,6 +16,7 @@ Rules shared by every operation here:
 from __future__ import annotations
 
 import _string
+import sys
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
@@ -97,9 +98,9 @@ def _template_type() -> Any:
     a t-string should not pay for the ``string`` package.
     """
     if not _templatelib:
-        try:
+        if sys.version_info >= (3, 14):
             from string.templatelib import Template
-        except ImportError:
+        else:
             Template = None
         _templatelib.append(Template)
     return _templatelib[0]
@@ -417,7 +418,7 @@ def _stand_in(kind: str, cls: type, length: int) -> Any:
 
 def _outcome(fmt: str, value: Any) -> tuple[type, str] | None:
     try:
-        fmt % value
+        _ = fmt % value
     except (TypeError, ValueError, OverflowError) as exc:
         return type(exc), str(exc)
     return None
@@ -430,8 +431,8 @@ def _failing_unit(key: tuple[str, str, type, int]) -> int | None:
     *key* is the format and the shape; the result is the index of the unit
     at which str raises, len(units) for an error after the last one.
     """
-    fmt, *shape = key
-    stand_in = _stand_in(*shape)
+    fmt, kind, cls, length = key
+    stand_in = _stand_in(kind, cls, length)
     failure = _outcome(fmt, stand_in)
     if failure is None:
         return None
@@ -504,7 +505,9 @@ def format_mod(fmt: str, arg: Any) -> str:
             break
         out.append(unit.literal)
         if unit.key is not None:
-            shown = arg[unit.key]
+            # arg is the mapping (str refused anything else at this unit); pyright
+            # joins its isinstance narrowings of arg (Any) above into "tuple | str | Any".
+            shown = arg[unit.key]  # pyright: ignore[reportCallIssue, reportArgumentType]
             out.append(_format_unit(unit, {unit.key: shown}, shown))
             index = len(args)  # as with str: a keyed unit uses up the positional values
             continue
@@ -520,7 +523,7 @@ def format_mod(fmt: str, arg: Any) -> str:
                 # str numbers the value in its message: the same unit, after as
                 # many units that take one value each and show nothing.
                 padded = "%.0s" * index + unit.source
-                padded % (*(None,) * index, *taken)
+                _ = padded % (*(None,) * index, *taken)
             raise
         index += unit.stars + 1
     if failing is not None:
@@ -529,8 +532,8 @@ def format_mod(fmt: str, arg: Any) -> str:
         # which str may refuse before it reaches the fault in the format.
         stand_in = _stand_in(*shape)
         if is_tuple:
-            fmt % type(stand_in)((*stand_in[:index], *args[index:]))
-        fmt % (arg if not is_tuple and not mapping and index == 0 else stand_in)
+            _ = fmt % type(stand_in)((*stand_in[:index], *args[index:]))
+        _ = fmt % (arg if not is_tuple and not mapping and index == 0 else stand_in)
         raise AssertionError(f"{fmt!r} % {arg!r} was expected to fail")  # pragma: no cover
     out.append(tail)
     return "".join(out)

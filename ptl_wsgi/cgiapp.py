@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ptl_wsgi.headers import HeaderError, check_header, check_status, split_lines
 
@@ -45,8 +45,8 @@ def as_wsgi_app(app_or_view: Any, *, debug: bool | None = None) -> WSGIApplicati
         raise TypeError(f"cannot serve {app_or_view!r}: not a view, Directory or WSGI app")
     if _required_positional(app_or_view) == 1:
         return View(app_or_view, debug=debug)
-    app: WSGIApplication = app_or_view  # a callable taking (environ, start_response)
-    return app
+    # Any other callable is taken to be a WSGI app: it takes (environ, start_response).
+    return cast("WSGIApplication", app_or_view)
 
 
 def _required_positional(func: Callable[..., Any]) -> int | None:

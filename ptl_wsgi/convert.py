@@ -92,7 +92,7 @@ class _Scan:
     def pos(self, lineno: int, byte_col: int) -> Pos:
         return lineno, _char_col(self.lines[lineno - 1], byte_col)
 
-    def warn(self, node: ast.AST, message: str) -> None:
+    def warn(self, node: ast.stmt | ast.expr, message: str) -> None:
         line, col = self.pos(node.lineno, node.col_offset)
         self.warnings.append(Problem(line, col + 1, message))
 
@@ -102,13 +102,13 @@ class _Scan:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.find_template(node, kinds)
         scopes = template_scopes(tree, kinds)
-        for node, _kind in scopes.returns:
-            self.warn(node, _BARE_RETURN if node.value is None else _RETURN_VALUE)
+        for ret, _kind in scopes.returns:
+            self.warn(ret, _BARE_RETURN if ret.value is None else _RETURN_VALUE)
         harmless = _harmless_places(tree)
         in_fields: set[int] = set()
-        for node, _kind in scopes.literals:
-            if isinstance(node, ast.JoinedStr):
-                in_fields.update(_field_literals(node))
+        for literal, _ in scopes.literals:
+            if isinstance(literal, ast.JoinedStr):
+                in_fields.update(_field_literals(literal))
         for node, kind in scopes.literals:
             if id(node) in in_fields:
                 # Literals inside an f-string's fields are not tokens of their own (before
@@ -166,7 +166,7 @@ def _field_literals(node: ast.JoinedStr) -> set[int]:
                 for inner in ast.walk(part.value)
                 if isinstance(inner, (ast.Constant, ast.JoinedStr))
             )
-            if part.format_spec is not None:
+            if isinstance(part.format_spec, ast.JoinedStr):  # (or None)
                 found.update(_field_literals(part.format_spec))
     return found
 
@@ -280,7 +280,7 @@ class _Editor:
         return "".join(lines)
 
 
-def _whole_lines(lines: list[str], node: ast.AST, scan: _Scan) -> bool:
+def _whole_lines(lines: list[str], node: ast.stmt | ast.expr, scan: _Scan) -> bool:
     """True if *node* is alone on its lines (a trailing comment aside)."""
     start = scan.pos(node.lineno, node.col_offset)
     end = scan.pos(node.end_lineno or node.lineno, node.end_col_offset or 0)

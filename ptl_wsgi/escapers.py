@@ -70,7 +70,7 @@ def percent_value(value: Any, fmt: Any) -> Any:
     """The value a lone ``%s`` formats: a 1-tuple gives its item, as ``fmt % value`` does."""
     if isinstance(value, tuple):
         if tuple.__len__(value) != 1:
-            str(fmt) % value  # str's own error for the wrong number of values
+            _ = str(fmt) % value  # str's own error for the wrong number of values
             raise ValueError("percent_value(): fmt must have one field")
         value = tuple.__getitem__(value, 0)
     return value

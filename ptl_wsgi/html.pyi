@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Generic, Literal, Protocol, SupportsIndex, overload, type_check_only
 
-from typing_extensions import Self, TypeVar, disjoint_base
+from typing_extensions import Never, Self, TypeVar, disjoint_base
 
 from ptl_wsgi._helpers import ValuelessAttr as ValuelessAttr
 from ptl_wsgi._helpers import pluralize as pluralize
@@ -20,6 +20,8 @@ from ptl_wsgi._helpers import truncate as truncate
 __all__ = [
     "htmltext",
     "htmlescape",
+    "htmlformat",
+    "H",
     "stringify",
     "TemplateIO",
     "html_join",
@@ -98,6 +100,18 @@ class htmltext(str):
 
 def htmlescape(value: object) -> htmltext:
     """*value* as htmltext: escaped, unless it is markup."""
+
+if sys.version_info >= (3, 14):
+    from string.templatelib import Template
+
+    def htmlformat(template: Template) -> htmltext:
+        """A t-string as htmltext: its literal parts trusted, its interpolations escaped."""
+
+else:
+    # No t-strings before Python 3.14: every call is a TypeError.
+    def htmlformat(template: Never) -> htmltext: ...
+
+H = htmlformat
 
 def stringify(value: object) -> str: ...
 def html_join(parts: Iterable[object]) -> htmltext: ...

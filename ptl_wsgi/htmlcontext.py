@@ -205,6 +205,13 @@ def settle(ctx: Context) -> Context:
 _LAST_WORD = re.compile(r"\S*\Z")
 
 
+def _last_word(text: str) -> int:
+    """Where the run of non-space characters that ends *text* starts."""
+    match = _LAST_WORD.search(text)
+    assert match is not None  # (the pattern matches at the end of any text)
+    return match.start()
+
+
 def _text(ctx: Context, text: str) -> tuple[Context, str]:
     i = text.find("<")
     while i >= 0:
@@ -213,7 +220,9 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             return ctx._replace(pending=text[i:]), ""
         first = rest[0]
         if first.isascii() and first.isalpha():
-            name = _TAG_NAME.match(rest).group()
+            match = _TAG_NAME.match(rest)
+            assert match is not None  # (the pattern matches any text)
+            name = match.group()
             if len(name) == len(rest):
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
             name = name.lower()
@@ -221,7 +230,9 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             return Context(S_TAG, element=element), rest[len(name) :]
         if first == "/":
             if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
-                name = _TAG_NAME.match(rest, 1).group()
+                match = _TAG_NAME.match(rest, 1)
+                assert match is not None  # (the pattern matches any text)
+                name = match.group()
                 if 1 + len(name) == len(rest):
                     return ctx._replace(pending=text[i:]), ""
                 return Context(S_TAG), rest[1 + len(name) :]
@@ -263,7 +274,9 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx, ""
     if stripped[0] == ">":
         return _content_start(ctx.element), stripped[1:]
-    name = _ATTR_NAME.match(stripped).group()
+    match = _ATTR_NAME.match(stripped)
+    assert match is not None  # (stripped is not empty and does not start with ">")
+    name = match.group()
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
     return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
@@ -337,7 +350,7 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         after = end + 1
     held = ""
     if end == len(text) and not final:
-        cut = _LAST_WORD.search(text).start()
+        cut = _last_word(text)
         text, held = text[:cut], text[cut:]
         end = after = cut
     inner = ctx._replace(delim="")
@@ -354,7 +367,7 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     if match is None:
         held = ""
         if not final:
-            cut = _LAST_WORD.search(text).start()
+            cut = _last_word(text)
             text, held = text[:cut], text[cut:]
         return _content(ctx, text)._replace(pending=held), ""
     _content(ctx, text[: match.start()])  # raises if the script cannot be followed

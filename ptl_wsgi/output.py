@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ptl_wsgi.html import htmlescape, htmltext
@@ -54,11 +54,11 @@ def is_html_type(content_type: str | None) -> bool:
 
 def _is_template(value: Any) -> bool:
     """Whether *value* is a t-string's ``string.templatelib.Template`` (Python 3.14+)."""
-    if type(value).__name__ != "Template" or sys.version_info < (3, 14):
-        return False
-    from string.templatelib import Template
+    if sys.version_info >= (3, 14) and type(value).__name__ == "Template":
+        from string.templatelib import Template
 
-    return type(value) is Template
+        return type(value) is Template
+    return False
 
 
 def is_markup(value: Any) -> bool:
@@ -112,7 +112,7 @@ def _plain(value: Any) -> str:
     return str.__str__(value) if isinstance(value, str) else str(value)
 
 
-_CONVERSIONS = {"s": str, "r": repr, "a": ascii}
+_CONVERSIONS: dict[str, Callable[[object], str]] = {"s": str, "r": repr, "a": ascii}
 
 
 def _template_text(template: Any) -> str:

@@ -52,6 +52,6 @@ def template(kind: str = "html") -> Callable[[_F], _F]:
     if callable(kind):
         raise TypeError('use @template("html") or @template("plain"), with the kind')
     try:
-        return _MARKERS[kind]  # type: ignore[return-value]
+        return _MARKERS[kind]
     except (KeyError, TypeError):
         raise ValueError(f"template kind must be 'html' or 'plain', not {kind!r}") from None

@@ -229,8 +229,8 @@ class _Converter:
     def run(self) -> str:
         for node, kind in self.scopes.templates:
             self.template(node, kind)
-        for node, kind in self.scopes.literals:
-            self.literal(node, kind)
+        for literal, literal_kind in self.scopes.literals:
+            self.literal(literal, literal_kind)
         self.imports()
         return self.edits.result()
 
@@ -400,7 +400,8 @@ def to_python(source: str | bytes, filename: str = "<ptl>") -> PyConversion:
     """
     if sys.version_info < (3, 12):
         raise RuntimeError("converting to Python needs Python 3.12 or later (to read f-strings)")
-    compile_ptl(source, filename)  # the compiler's own errors, located, for invalid PTL
+    # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773)
+    compile_ptl(source, filename)  # type: ignore[unreachable]  # the compiler's errors, located
     text = "".join(_split_lines(source, filename))
     converter = _Converter(text, filename)
     converted = converter.run()

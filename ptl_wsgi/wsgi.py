@@ -213,7 +213,8 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
     if _is_html(response):
         response.set_data(markup(rv))
     else:
-        response.set_data(rv if isinstance(rv, (str, bytes, bytearray)) else text(rv))
+        body = bytes(rv) if isinstance(rv, bytearray) else rv  # WSGI bodies are bytes
+        response.set_data(body if isinstance(body, (str, bytes)) else text(body))
     return response
 
 

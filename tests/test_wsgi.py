@@ -75,6 +75,14 @@ def test_str_is_plain_text_unless_told_otherwise():
     assert get(told).headers["Content-Type"] == "application/json"
 
 
+def test_a_bytearray_body_is_sent_as_bytes():
+    # PEP 3333 wants bytes from the body iterable (wsgiref.validate checks it), as a stream gives.
+    response = get(view(lambda r: bytearray(b"\x00\x01")))
+    assert response.headers["Content-Type"] == "application/octet-stream"
+    assert response.data == b"\x00\x01"
+    assert type(make_response(bytearray(b"x")).response[0]) is bytes
+
+
 def test_bytes_and_responses():
     assert get(view(lambda r: b"\x00\x01")).headers["Content-Type"] == "application/octet-stream"
     assert get(view(lambda r: b"\x00\x01")).data == b"\x00\x01"

@@ -35,9 +35,10 @@ class FlaskCSRF(CSRFPolicy):
     def __init__(self) -> None:
         app = flask.current_app
         config = app.config
-        self.secret = config.get("WTF_CSRF_SECRET_KEY") or app.secret_key
-        if not self.secret:
+        secret = config.get("WTF_CSRF_SECRET_KEY") or app.secret_key
+        if not secret:
             raise RuntimeError("FlaskCSRF needs app.config['SECRET_KEY'] (or WTF_CSRF_SECRET_KEY)")
+        self.secret: str | bytes = secret
         self.field_name = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
         self.time_limit = config.get("WTF_CSRF_TIME_LIMIT", 3600)
 

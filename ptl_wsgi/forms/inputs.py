@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 __all__ = ["FormData", "UploadedFile", "form_data"]
 
@@ -117,7 +120,7 @@ class FormData:
         return cls("GET")
 
 
-def _is_environ(source: object) -> bool:
+def _is_environ(source: object) -> TypeGuard[WSGIEnvironment]:
     return isinstance(source, Mapping) and "REQUEST_METHOD" in source and "wsgi.input" in source
 
 
@@ -134,7 +137,7 @@ def form_data(source: Any, method: str = "post") -> FormData:
         return FormData.empty()
     if isinstance(source, FormData):
         return source
-    if isinstance(source, Mapping) and _is_environ(source):
+    if _is_environ(source):
         request = source.get("werkzeug.request")
         if request is None:
             from werkzeug.wrappers import Request
