@@ -83,7 +83,25 @@ _MARKERS = (
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _ESCAPER = "_ptl_esc_"  # + the escaper's name in ptl_wsgi.escapers
 # The helpers values in other contexts need before their escaper, from ptl_wsgi.escapers.
-_CONTEXT_HELPERS = (("format_value", "_ptl_ctx_format"), ("percent_value", "_ptl_ctx_percent"))
+_CONTEXT_HELPERS = (
+    ("format_value", "_ptl_ctx_format"),
+    ("percent_value", "_ptl_ctx_percent"),
+    ("int", "_ptl_int"),
+    ("type", "_ptl_type"),
+)
+# Escapers (without their HTML layer) that leave an int's str as it is.
+_INT_SAFE = frozenset(
+    {"text", "url", "url_path", "url_query", "srcset", "js_string", "css", "css_string", "srcdoc"}
+)
+
+
+def _layerless(escaper: str) -> str:
+    for layer in ("_u0", "_q", "_u"):
+        if escaper.endswith(layer):
+            return escaper[: -len(layer)]
+    return escaper
+
+
 #: A module (at its top level) or a template (among its first statements) that sets
 #: this name to False gets plain HTML escaping everywhere: contextual escaping off.
 OPT_OUT = "__ptl_contextual__"
@@ -560,7 +578,15 @@ class _Transformer(ast.NodeTransformer):
     def escaped(self, piece: _Value, escaper: str) -> ast.expr:
         """The expression that outputs *piece* through *escaper* (conversion and spec first)."""
         node, expr = piece.node, piece.value
-        if piece.conversion != -1 or piece.spec is not None:
+        formatted = piece.conversion != -1 or piece.spec is not None
+        held = None
+        if not formatted and _layerless(escaper) in _INT_SAFE:
+            # An int's digits (and sign) are the same escaped or not: it is output as it
+            # is, without a call ("/item/%s" % id costs what it did before).
+            temp = self.temporary()
+            held = _located(ast.NamedExpr(_name(temp, node, ast.Store()), expr), node)
+            expr = _name(temp, node)
+        if formatted:
             self.helpers.add("_ptl_ctx_format")
             expr = _call(
                 _name("_ptl_ctx_format", node),
@@ -572,7 +598,14 @@ class _Transformer(ast.NodeTransformer):
             self.helpers.add("_ptl_ctx_percent")
             expr = _call(_name("_ptl_ctx_percent", node), [expr, piece.fmt], node)
         self.escapers.add(escaper)
-        return _call(_name(_ESCAPER + escaper, node), [expr], node)
+        call = _call(_name(_ESCAPER + escaper, node), [expr], node)
+        if held is None:
+            return call
+        self.helpers.update(("_ptl_type", "_ptl_int"))
+        test = ast.Compare(
+            _call(_name("_ptl_type", node), [held], node), [ast.Is()], [_name("_ptl_int", node)]
+        )
+        return _located(ast.IfExp(test, _name(held.target.id, node), call), node)
 
     def fragment(
         self,
@@ -1541,7 +1574,8 @@ def _parse_lines(
         used = {
             n.id
             for n in ast.walk(tree)
-            if isinstance(n, ast.Name) and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_"))
+            if isinstance(n, ast.Name)
+            and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_", "_ptl_int", "_ptl_type"))
         }
         literals = [a for a in transformer.literals.values() if a.targets[0].id in used]
         _add_prologue(tree, literals, _escaper_imports(transformer, used))

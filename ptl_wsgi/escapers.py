@@ -24,6 +24,10 @@ from typing import Any
 
 from ptl_wsgi.html import htmlescape, htmltext
 
+# Re-exported for compiled templates (as _ptl_int, _ptl_type): names no template can shadow.
+int = int
+type = type
+
 __all__ = [
     "ESCAPERS",
     "UNSAFE_CSS",
@@ -265,9 +269,7 @@ _LAYERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _compose(
-    base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True
-) -> Escaper:
+def _compose(base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True) -> Escaper:
     def escape(value: Any) -> Any:
         if type(value) is str:
             text = value
