@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ptl_wsgi.safety as safety
 from ptl_wsgi.htmlcontext import (
@@ -253,3 +255,41 @@ def test_attribute_kinds(name: str, kind: str) -> None:
 def test_every_url_attribute_of_the_safety_policy_is_a_url_here() -> None:
     for name in safety.URL_ATTRIBUTES:
         assert attribute_kind(name) in ("url", "srcset"), name
+
+
+# -- properties ---------------------------------------------------------------------------
+
+markupish = st.text(alphabet="<>/!-=\"' \n`${}()*\\&;:?#abcdehilnoprstuvxyAS", max_size=60)
+
+
+@given(markupish, st.integers(min_value=0, max_value=60))
+def test_any_text_split_anywhere_gives_one_context_or_one_error(text: str, cut: int) -> None:
+    def outcome(parts: list[str]) -> object:
+        ctx = TEXT
+        try:
+            for part in parts:
+                ctx = advance(ctx, part)
+            ctx = settle(ctx)
+        except ContextError:
+            return "error"
+        try:
+            return (ctx, escaper_for(ctx))
+        except ContextError:
+            return (ctx, "no value")
+
+    cut = min(cut, len(text))
+    assert outcome([text[:cut], text[cut:]]) == outcome([text])
+
+
+@given(markupish)
+def test_every_context_has_a_description_and_a_value_rule(text: str) -> None:
+    try:
+        ctx = advance(TEXT, text)
+    except ContextError:
+        return
+    assert describe(ctx)
+    try:
+        escaper_for(ctx)
+    except ContextError:
+        return
+    after_value(ctx)
