@@ -708,7 +708,9 @@ class _Transformer(ast.NodeTransformer):
         node.orelse = self.visit_list(node.orelse)
         label = "the 'else' branch" if node.orelse else "the way around it (no 'else')"
         ends.append((label, self.ctx))
-        self.ctx = self.merge(node, "if", ends)
+        line = self.lines[node.lineno - 1]
+        keyword = "elif" if line[_char_col(line, node.col_offset) :].startswith("elif") else "if"
+        self.ctx = self.merge(node, keyword, ends)
         return node
 
     def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:

@@ -263,6 +263,14 @@ def test_try_match_and_loops_that_stay_balanced() -> None:
             ("bad.ptl", 2, 5, 2, 7),
         ),
         (
+            "def f [html] (v):\n    if v:\n        '<b>'\n    elif v == 2:\n"
+            "        '<a href=\"'\n    else:\n        '<i>'\n",
+            "the paths through this 'elif' end in different HTML contexts: the branch at line 4 "
+            "ends in a URL (start) in a double-quoted URL attribute value, the 'else' branch in "
+            "text; make each end in the same context (close in each what it opens)",
+            ("bad.ptl", 4, 5, 4, 9),
+        ),
+        (
             "def f [html] (items):\n    for i in items:\n        '<p title=\"'\n",
             "the body of this 'for' loop starts in text but ends in a double-quoted attribute "
             "value; a loop body must end in the context where it starts (close in each iteration "
@@ -319,7 +327,7 @@ def test_try_match_and_loops_that_stay_balanced() -> None:
             ("bad.ptl", 2, 9, 2, 37),
         ),
     ],
-    ids=["tag name", "attribute name", "doctype", "if/else", "if without else", "for body",
+    ids=["tag name", "attribute name", "doctype", "if/else", "if without else", "elif", "for body",
          "template end", "return", "break", "match", "try", "percent mapping", "format attribute"],
 )  # fmt: skip
 def test_compile_errors_are_located_and_say_how_to_fix(
