@@ -194,7 +194,9 @@ def _js_regexp(text: str) -> str:
     return _JS_REGEXP_UNSAFE.sub(_js_char, text)
 
 
-_JSON_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+# "/" too: should the compiler ever take a regular expression for an expression, a
+# value still could not end it.
+_JSON_UNSAFE = re.compile("[<>&/\u2028\u2029\ud800-\udfff]")
 
 
 def _js_value(value: Any) -> str:

@@ -90,7 +90,7 @@ CONTEXTS = [
         "<script>var d = ",
         ";</script>",
         "</script>",
-        '<script>var d =  "\\u003c/script\\u003e" ;</script>',
+        '<script>var d =  "\\u003c\\u002fscript\\u003e" ;</script>',
     ),
     ('<button onclick="f(', ')">', "1);alert(2", '<button onclick="f( &quot;1);alert(2&quot; )">'),
     ('<p style="color: ', '">', "red;background:url(x)", '<p style="color: ZptlZ">'),
@@ -170,7 +170,7 @@ def test_comprehension_output_in_a_script() -> None:
             '];</script>'
         """
     )
-    assert module.f(["</script>", 1]) == '<script>var a = [ "\\u003c/script\\u003e"  1 ];</script>'
+    assert module.f(["</script>", 1]) == '<script>var a = [ "\\u003c\\u002fscript\\u003e"  1 ];</script>'
 
 
 def test_the_context_is_followed_across_statements_and_blocks() -> None:
