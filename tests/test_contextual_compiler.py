@@ -170,7 +170,8 @@ def test_comprehension_output_in_a_script() -> None:
             '];</script>'
         """
     )
-    assert module.f(["</script>", 1]) == '<script>var a = [ "\\u003c\\u002fscript\\u003e"  1 ];</script>'
+    expected = '<script>var a = [ "\\u003c\\u002fscript\\u003e"  1 ];</script>'
+    assert module.f(["</script>", 1]) == expected
 
 
 def test_the_context_is_followed_across_statements_and_blocks() -> None:
