@@ -716,7 +716,7 @@ class _Transformer(ast.NodeTransformer):
     def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
-        keyword = "while" if isinstance(node, ast.While) else "for"
+        keyword = {ast.While: "while", ast.AsyncFor: "async for"}.get(type(node), "for")
         if isinstance(node, ast.While):
             node.test = self.visit(node.test)
         else:

@@ -201,6 +201,43 @@ def test_the_context_is_followed_across_statements_and_blocks() -> None:
     )
 
 
+def test_a_nested_template_starts_in_text_and_a_call_is_balanced() -> None:
+    module = load(
+        """
+        def outer [html] (v):
+            '<script>var x = '
+            def inner [html] (w):
+                '<a href="%s">' % w
+                '</a>'
+            inner(v)
+            ';</script>'
+            inner(v)
+        """
+    )
+    assert module.outer("javascript:x") == (
+        '<script>var x = <a href="about:invalid#ptl-unsafe-url"></a>;</script>'
+        '<a href="about:invalid#ptl-unsafe-url"></a>'
+    )
+
+
+def test_async_templates_are_followed_too() -> None:
+    module = load(
+        """
+        async def f [html] (items):
+            async for item in items:
+                '<a href="%s">' % item
+                '</a>'
+        """
+    )
+
+    async def items() -> Any:
+        yield "javascript:x"
+
+    import asyncio
+
+    assert asyncio.run(module.f(items())) == '<a href="about:invalid#ptl-unsafe-url"></a>'
+
+
 def test_try_match_and_loops_that_stay_balanced() -> None:
     module = load(
         """
@@ -272,6 +309,13 @@ def test_try_match_and_loops_that_stay_balanced() -> None:
             ("bad.ptl", 4, 5, 4, 9),
         ),
         (
+            "def f [html] (items):\n    while items:\n        '<p title=\"'\n",
+            "the body of this 'while' loop starts in text but ends in a double-quoted attribute "
+            "value; a loop body must end in the context where it starts (close in each iteration "
+            "what it opens)",
+            ("bad.ptl", 2, 5, 2, 10),
+        ),
+        (
             "def f [html] (items):\n    for i in items:\n        '<p title=\"'\n",
             "the body of this 'for' loop starts in text but ends in a double-quoted attribute "
             "value; a loop body must end in the context where it starts (close in each iteration "
@@ -328,7 +372,8 @@ def test_try_match_and_loops_that_stay_balanced() -> None:
             ("bad.ptl", 2, 9, 2, 37),
         ),
     ],
-    ids=["tag name", "attribute name", "doctype", "if/else", "if without else", "elif", "for body",
+    ids=["tag name", "attribute name", "doctype", "if/else", "if without else", "elif",
+         "while body", "for body",
          "template end", "return", "break", "match", "try", "percent mapping", "format attribute"],
 )  # fmt: skip
 def test_compile_errors_are_located_and_say_how_to_fix(
