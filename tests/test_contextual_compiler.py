@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ptl_wsgi import compiler
 from ptl_wsgi.compiler import compile_ptl, context_report, parse_ptl
@@ -487,3 +489,29 @@ def test_the_context_report() -> None:
         (2, 19, "text", None),
         (3, 5, "a URL (start) in a double-quoted URL attribute value", "url_q"),
     ]
+
+
+# -- a value never changes the structure of the page ------------------------------------------
+
+html5lib = pytest.importorskip("html5lib")
+STRUCTURE_MODULE = load(
+    "".join(
+        f"def c{i} [html] (v):\n    '{before}'\n    v\n    '{after}'\n"
+        for i, (before, after, _, _) in enumerate(
+            (b.replace("'", "\\'"), a.replace("'", "\\'"), v, e) for b, a, v, e in CONTEXTS
+        )
+    )
+)
+
+
+def structure(markup: str) -> list[tuple[Any, ...]]:
+    tree = html5lib.parse(markup, namespaceHTMLElements=False)
+    return [(str(e.tag), tuple(sorted(e.attrib))) for e in tree.iter()]
+
+
+@given(st.text(alphabet="<>/!-=\"' \n\t`${}()*\\&;:?#aejvscrtpilx", max_size=30))
+def test_no_value_changes_the_structure_of_the_page(value: str) -> None:
+    for index in range(len(CONTEXTS)):
+        template = getattr(STRUCTURE_MODULE, f"c{index}")
+        markup = f"<p>{template(value)}</p><b>end</b>"
+        assert structure(markup) == structure(f"<p>{template('a')}</p><b>end</b>"), index
