@@ -358,9 +358,10 @@ _MAX_PLANS = 1024
 def plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
     """The escaper for each interpolation between *strings* (a Template's literal parts).
 
-    None means a text-like context: plain HTML escaping.  Raises ValueError
-    (:class:`ptl_wsgi.htmlcontext.ContextError`) where no value may go, or
-    when the template does not end in text.
+    :func:`ptl_wsgi.htmlcontext.plan`'s names as functions (that room cannot
+    import this one).  None means a text-like context: plain HTML escaping.
+    Raises ValueError (:class:`ptl_wsgi.htmlcontext.ContextError`) where no
+    value may go, or when the template does not end in text.
     """
     found = _PLANS.get(strings)
     if found is None:
@@ -372,19 +373,9 @@ def plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
 
 
 def _plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
-    from ptl_wsgi.htmlcontext import TEXT, ContextError, advance, after_value, describe, escaper_for
+    from ptl_wsgi.htmlcontext import plan as plan_names
 
-    ctx = TEXT
-    escapers: list[Escaper | None] = []
-    for text in strings[:-1]:
-        ctx = advance(ctx, text)
-        name = escaper_for(ctx)
-        escapers.append(None if name is None else ESCAPERS[name])
-        ctx = after_value(ctx)
-    ctx = advance(ctx, strings[-1]) if strings else ctx
-    if ctx != TEXT:
-        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
-    return tuple(escapers)
+    return tuple(None if name is None else ESCAPERS[name] for name in plan_names(strings))
 
 
 def contextual_format(template: Any) -> htmltext:

@@ -24,6 +24,7 @@ unquoted one, ``u0`` the start of an unquoted one).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from html import unescape
 from typing import NamedTuple
 
@@ -37,6 +38,7 @@ __all__ = [
     "describe",
     "escaper_for",
     "join",
+    "plan",
     "settle",
 ]
 
@@ -757,6 +759,25 @@ class _Mismatch(ContextError):
     def __init__(self, a: Context, b: Context) -> None:
         super().__init__(f"{describe(a)} and {describe(b)}")
         self.contexts = (a, b)
+
+
+@lru_cache(maxsize=1024)
+def plan(strings: tuple[str, ...]) -> tuple[str | None, ...]:
+    """The escaper name for each value between literal *strings* (a t-string's parts).
+
+    None means a text-like context (plain HTML escaping).  Raises ContextError
+    where no value may go, or when the literal text does not end in text.
+    """
+    ctx = TEXT
+    names: list[str | None] = []
+    for text in strings[:-1]:
+        ctx = advance(ctx, text)
+        names.append(escaper_for(ctx))
+        ctx = after_value(ctx)
+    ctx = settle(advance(ctx, strings[-1]) if strings else ctx)
+    if ctx._replace(pending="") != TEXT:
+        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
+    return tuple(names)
 
 
 # -- descriptions ----------------------------------------------------------------------

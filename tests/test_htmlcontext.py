@@ -17,6 +17,7 @@ from ptl_wsgi.htmlcontext import (
     describe,
     escaper_for,
     join,
+    plan,
     settle,
 )
 
@@ -231,6 +232,18 @@ def test_join() -> None:
     with pytest.raises(ContextError) as info:
         join(TEXT, advance(TEXT, "<a href='"))
     assert str(info.value) == "text and a URL (start) in a single-quoted URL attribute value"
+
+
+def test_plan_names_the_escapers_of_a_t_strings_parts() -> None:
+    assert plan(('<a href="', '">', "</a><script>var s = '", "';</script>")) == (
+        "url_q",
+        None,
+        "js_string",
+    )
+    assert plan(("<p>",)) == ()
+    assert plan(("<p>", "</p>")) is plan(("<p>", "</p>"))  # cached
+    with pytest.raises(ContextError, match="ends in an HTML comment"):
+        plan(("<!-- ", ""))
 
 
 def test_descriptions() -> None:
