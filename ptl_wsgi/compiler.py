@@ -1172,31 +1172,58 @@ class _Transformer(ast.NodeTransformer):
         )
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        if (
+        if not (
             self.tracking
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "format"
             and isinstance(node.func.value, ast.Constant)
             and type(node.func.value.value) is str
         ):
-            try:
-                parsed = list(_string.formatter_parser(node.func.value.value))
-            except ValueError:
-                parsed = []  # str.format raises for it, as before
-            parts: list[str | None] = []
-            for text, field, _spec, _conversion in parsed:
-                parts.append(text)
-                if field is not None:
-                    parts.append(None)
-            parts.append("")
-            if any(e is not None for e in self.fragment(node, parts, [node] * parts.count(None))):
-                raise self.error(
-                    "a field of this .format() lands where HTML needs more than HTML "
-                    "escaping, and .format() is only taken apart for plain fields in an "
-                    "output statement; use an f-string",
-                    node,
-                )
-        return self.generic_visit(node)
+            return self.generic_visit(node)
+        fmt = node.func.value.value
+        try:
+            parsed = list(_string.formatter_parser(fmt))
+        except ValueError:
+            parsed = []  # str.format raises for it, as before
+        parts: list[str | None] = []
+        for text, field, _spec, _conversion in parsed:
+            parts.append(text)
+            if field is not None:
+                parts.append(None)
+        parts.append("")
+        escapers = self.fragment(node, parts, [node] * parts.count(None))
+        node = self.generic_visit(node)
+        if all(e is None for e in escapers):
+            return node
+        # Plain fields: each argument used where one escaper fits is wrapped in it.
+        simple = not any(isinstance(a, ast.Starred) for a in node.args) and all(
+            k.arg is not None for k in node.keywords
+        )
+        names = [k.arg for k in node.keywords]
+        fields = _format_fields(fmt, len(node.args), names) if simple else None
+        used: dict[int, set[str | None]] = {}
+        if fields is not None:
+            holes = [f for f in fields if not isinstance(f, str)]
+            for field, escaper in zip(holes, escapers, strict=True):
+                index = field if isinstance(field, int) else len(node.args) + names.index(field[0])
+                used.setdefault(index, set()).add(escaper)
+        if fields is None or any(len(e) > 1 for e in used.values()):
+            raise self.error(
+                "a field of this .format() lands where HTML needs more than HTML escaping, "
+                "and its values cannot be told apart (an attribute or index field, or one "
+                "value in two contexts); use an f-string",
+                node,
+            )
+        for index, (escaper,) in used.items():
+            if escaper is None:
+                continue
+            if index < len(node.args):
+                arg = node.args[index]
+                node.args[index] = self.escaped(_Value(arg, arg, _FIELD), escaper)
+            else:
+                keyword = node.keywords[index - len(node.args)]
+                keyword.value = self.escaped(_Value(keyword.value, keyword.value, _FIELD), escaper)
+        return node
 
     # Places where a literal must stay a str: the Python grammar or the meaning
     # of the code needs it (patterns, annotations, type aliases).

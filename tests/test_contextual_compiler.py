@@ -59,6 +59,7 @@ STYLES = {
     "statements": "'{before}'\n    v\n    '{after}'",
     "assigned": "x = f'{before}{{v}}{after}'\n    x",
     "assigned_percent": "x = '{before}%s{after}' % (v,)\n    x",
+    "assigned_format": "x = '{before}{{0}}{after}'.format(v)\n    x",
 }
 
 # (markup before, after, hostile value, expected output)
@@ -114,8 +115,6 @@ CONTEXTS = [
 def test_a_hostile_value_in_every_context_and_style(
     style: str, split: bool, before: str, after: str, value: str, expected: str
 ) -> None:
-    if style == "format" and not split:
-        pytest.skip(".format() outside the fast path is a compile error in other contexts")
     body = STYLES[style].format(before=before.replace("'", "\\'"), after=after.replace("'", "\\'"))
     if style == "statements" and before == "<input value=" and value == "":
         pytest.skip("an empty value at the start of an unquoted value")
@@ -368,9 +367,9 @@ def test_try_match_and_loops_that_stay_balanced() -> None:
         ),
         (
             "def f [html] (v):\n    x = '<a href=\"{0.u}\">'.format(v)\n",
-            "a field of this .format() lands where HTML needs more than HTML escaping, and "
-            ".format() is only taken apart for plain fields in an output statement; "
-            "use an f-string",
+            "a field of this .format() lands where HTML needs more than HTML escaping, and its "
+            "values cannot be told apart (an attribute or index field, or one value in two "
+            "contexts); use an f-string",
             ("bad.ptl", 2, 9, 2, 37),
         ),
     ],
@@ -515,3 +514,10 @@ def test_no_value_changes_the_structure_of_the_page(value: str) -> None:
         template = getattr(STRUCTURE_MODULE, f"c{index}")
         markup = f"<p>{template(value)}</p><b>end</b>"
         assert structure(markup) == structure(f"<p>{template('a')}</p><b>end</b>"), index
+
+
+def test_a_format_value_used_in_two_contexts_is_an_error() -> None:
+    exc = syntax_error("def f [html] (v):\n    x = '{0}<a href=\"{0}\">'.format(v)\n")
+    assert "cannot be told apart" in exc.msg and (exc.lineno, exc.offset) == (2, 9)
+    module = load("def f [html] (v):\n    x = '<b>{0}</b><i>{0}</i>'.format(v)\n    x\n")
+    assert module.f("<") == "<b>&lt;</b><i>&lt;</i>"
