@@ -146,6 +146,18 @@ CASES = [
     ('<a href="/x" ', "attr_name"),
     ("</p ", "attr_name"),
     ("<input disabled ", "attr_name"),
+    # SVG and MathML: no raw text in them; scripts and styles still followed
+    ("<svg><title>", None),
+    ('<svg><title><a href="', "url_q"),
+    ('<svg><noscript><a href="', "url_q"),
+    ('<svg><script>var s = "', "js_string"),
+    ("<svg><script>var s = &quot;", "js_string"),
+    ("<svg><style>p { color: ", "css"),
+    ("<svg></svg><title>", None),
+    ('<svg></svg><title><a href="', None),
+    ('<svg/><title><a href="', None),
+    ('<svg><p><title><a href="', None),  # <p> ends the SVG content
+    ('<math><mi><a href="', "url_q"),
     # right after a tag's name: attributes ("<button%s>" % attrs(...))
     ("<button", "tag_attrs"),
     ("<scr", "tag_attrs"),
@@ -198,6 +210,7 @@ def test_contexts_are_hashable_values() -> None:
 
 def test_the_end_of_an_element_or_attribute_returns_to_text() -> None:
     for text in ['<a href="x">', "<script>var s = '</script>", "<style>p{}</style>",
+                 "<svg><title>x</title><a href='/'>y</a></svg>", "<svg/>", "<math></math>",
                  "<title>x</title>", "<textarea></textarea>", "<!-- x -->", "<!DOCTYPE html>",
                  '<a onclick="f(\'x\')">', "<p style='a:b'>", "<input value=x>", "<br/>",
                  "<script>`${a}`</script>", "<a href=\"x\"\n  class=y>"]:  # fmt: skip
