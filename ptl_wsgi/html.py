@@ -234,6 +234,7 @@ def _accept_templates(api: SimpleNamespace) -> None:
             twin_templateio.__call__(self, value)
 
     TemplateIO.__module__ = twin_templateio.__module__
+    TemplateIO.__qualname__ = twin_templateio.__qualname__
     htmlescape.__doc__ = twin_htmlescape.__doc__
     html_join.__doc__ = twin_html_join.__doc__
     api.htmlescape, api.html_join, api.TemplateIO = htmlescape, html_join, TemplateIO
