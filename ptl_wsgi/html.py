@@ -209,11 +209,19 @@ def _accept_templates(api: SimpleNamespace) -> None:
         return twin_htmlescape(value)
 
     def html_join(parts: Iterable[Any]) -> Any:
-        if not isinstance(parts, (list, tuple)):
+        if type(parts) is not list:  # compiled templates pass a list: one cheap test
             parts = list(parts)
-        if template_type in map(type, parts):  # one pass at C speed; rarely true
-            parts = [rendered(p) if type(p) is template_type else p for p in parts]
-        return twin_html_join(parts)
+        joined = twin_html_join(parts)
+        # The twin escapes a Template as its repr, which starts with this text in the
+        # output: only then are the parts looked at.  Every compiled template's join
+        # comes here, and searching the output costs half of a pass over the parts
+        # (callgrind: a 20-row page renders in 16% more instructions than with the
+        # twin's own join, 51% with the pass).
+        if "Template(strings=(" in joined and template_type in map(type, parts):
+            joined = twin_html_join(
+                [rendered(p) if type(p) is template_type else p for p in parts]
+            )
+        return joined
 
     class TemplateIO(twin_templateio):  # type: ignore[misc, valid-type]
         __slots__ = ()
@@ -230,6 +238,7 @@ def _accept_templates(api: SimpleNamespace) -> None:
             twin_templateio.__call__(self, value)
 
     TemplateIO.__module__ = twin_templateio.__module__
+    TemplateIO.__qualname__ = twin_templateio.__qualname__
     htmlescape.__doc__ = twin_htmlescape.__doc__
     html_join.__doc__ = twin_html_join.__doc__
     api.htmlescape, api.html_join, api.TemplateIO = htmlescape, html_join, TemplateIO
