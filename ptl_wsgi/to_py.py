@@ -261,7 +261,7 @@ class _Converter:
                     self.edits.insert((end_line + 1, 0), ending, (-5, depth))
                 else:
                     tail = "" if self.lines[-1].endswith("\n") else "\n"
-                    self.edits.insert((end_line, len(self.lines[-1])), tail + ending, (-5, depth))
+                    self.edits.insert((end_line, len(self.lines[-1])), tail + ending, (9, depth))
         for statement, _kind in self.scopes.outputs:
             if self.owner(statement) is node:
                 method = "extend" if isinstance(statement.value, _COMPREHENSIONS) else "append"

@@ -283,7 +283,40 @@ def shout(f):
 @shout
 def decorated [plain] (x):
     x
-'''
+
+
+def decorated_first [html] (x):
+    @shout
+    def inner [plain] (y):
+        y
+    inner(x)
+
+
+def helper_uses_out [html] (x):
+    def helper():
+        return out  # a global of that name: the list must not shadow it
+    helper()
+    x
+
+
+out = "<global out>"
+
+
+def only_docstring [html] ():
+    "<doc>"
+
+
+def multi_line [html] (
+    x,
+    y="<d>",
+):
+    (
+        "<a>"
+        f"{x}"
+    )
+    y
+    if x:
+        "<last>"'''
 
 
 @needs_314
@@ -305,6 +338,11 @@ def test_hostile_names_and_unusual_templates(tmp_path: Path) -> None:
     assert py.tstrings("<x>") == "<<x>>"
     same(py.tstrings_html("<x>"), ptl.tstrings_html("<x>"))
     same(py.decorated("<x>"), ptl.decorated("<x>"))
+    for name in ("decorated_first", "helper_uses_out", "multi_line"):
+        same(getattr(py, name)("<x>"), getattr(ptl, name)("<x>"))
+    assert str(py.helper_uses_out("x")) == "&lt;global out&gt;x"
+    same(py.only_docstring(), ptl.only_docstring())
+    same(py.multi_line(""), ptl.multi_line(""))
     # The marker is innermost, on the function itself, as the compiler puts its own.
     assert py.decorated.__wrapped__.__ptl_template__ == "plain"
     assert not hasattr(py.decorated, "__ptl_template__")
