@@ -340,3 +340,28 @@ def test_django_engine_claims_py_names() -> None:
     template = get_template("testapp/converted.py")
     assert type(template).__module__ == "ptl_wsgi.contrib.django"
     assert template.render({"title": "<x>", "items": []}) == "<h1>&lt;x&gt;</h1><ul></ul>"
+
+
+def test_django_autoreload_resets_the_engine_for_a_py_template() -> None:
+    """A .py template edited under runserver reloads with the engine, not by a restart."""
+    from django.template import engines
+    from django.utils.autoreload import autoreload_started, file_changed
+
+    class Reloader:
+        watched: list[tuple[str, str]] = []
+
+        def watch_dir(self, path: Path, glob: str) -> None:
+            self.watched.append((str(path), glob))
+
+    autoreload_started.send(sender=Reloader())
+    app_templates = Path(__file__).parent / "django_project" / "testapp" / "templates"
+    assert (str(app_templates), "**/*.py") in Reloader.watched
+    engine = engines["ptl"]
+    before = engine.loader
+    converted = app_templates / "testapp" / "converted.py"
+    results = file_changed.send(sender=None, file_path=converted)
+    assert any(result for _receiver, result in results)
+    assert engine.loader is not before
+    # A .py file outside the template folders is Django's to restart for.
+    outside = Path(__file__)
+    assert not any(r for _, r in file_changed.send(sender=None, file_path=outside))
