@@ -88,7 +88,7 @@ class _Edits:
     def __init__(self, text: str) -> None:
         self.text = text
         self.line_starts = [0]
-        for line in text.splitlines(keepends=True):
+        for line in _lines(text):
             self.line_starts.append(self.line_starts[-1] + len(line))
         self.inserts: list[tuple[int, tuple[int, int], str]] = []
         self.deletes: list[tuple[int, int]] = []
@@ -133,7 +133,7 @@ class _Edits:
 
 def _strings(text: str) -> list[_String]:
     """Every string token of *text*, nested ones (in f-string fields) included."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     found: list[_String] = []
     opened: list[tokenize.TokenInfo] = []
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -147,6 +147,12 @@ def _strings(text: str) -> list[_String]:
             found.append(_String(start.start, tok.end, _prefix(start.string), whole))
     found.sort(key=lambda s: s.start)
     return found
+
+
+def _lines(text: str) -> list[str]:
+    # Lines as Python counts them: at "\n" only (str.splitlines also splits at a form
+    # feed or "\u2028", which may stand in a line or a string literal).
+    return io.StringIO(text, newline="\n").readlines()
 
 
 def _prefix(token: str) -> str:
@@ -196,7 +202,7 @@ class _Converter:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
         self.filename = filename
-        self.lines = text.splitlines(keepends=True)
+        self.lines = _lines(text)
         self.view, self.kinds = python_view(text, filename)
         self.tree = ast.parse(self.view, filename)
         self.scopes = template_scopes(self.tree, self.kinds)

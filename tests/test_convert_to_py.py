@@ -306,6 +306,12 @@ def only_docstring [html] ():
     "<doc>"
 
 
+\x0c
+def odd_lines [html] (x):  # a form feed above, line separators in literals
+    "<a>\u2028</a>"; f"<{x}>\u2028"
+    x
+
+
 def multi_line [html] (
     x,
     y="<d>",
@@ -338,7 +344,7 @@ def test_hostile_names_and_unusual_templates(tmp_path: Path) -> None:
     assert py.tstrings("<x>") == "<<x>>"
     same(py.tstrings_html("<x>"), ptl.tstrings_html("<x>"))
     same(py.decorated("<x>"), ptl.decorated("<x>"))
-    for name in ("decorated_first", "helper_uses_out", "multi_line"):
+    for name in ("decorated_first", "helper_uses_out", "multi_line", "odd_lines"):
         same(getattr(py, name)("<x>"), getattr(ptl, name)("<x>"))
     assert str(py.helper_uses_out("x")) == "&lt;global out&gt;x"
     same(py.only_docstring(), ptl.only_docstring())
