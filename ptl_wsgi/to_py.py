@@ -43,6 +43,7 @@ Pos = tuple[int, int]  # (line, character column)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _JOIN = {"html": "html_join", "plain": "plain_join"}
 _HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext")
+_QUIXOTE = frozenset({"ptl_html", "ptl_plain"})
 _START_TOKENS = frozenset(
     t for t in (getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "TSTRING_START", None))
     if t is not None
@@ -59,9 +60,10 @@ _NAMED_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|.)", re.S)
 class PyConversion:
     """The plain Python module, and what could not be converted (empty when all was).
 
-    No construct of valid PTL is known that cannot be converted; ``problems``
-    is where one would be reported (line, column, message), and the command
-    line prints each as ``file:line:col: error: ...`` and writes nothing.
+    Each problem has a line, a column (from 1) and a message; the command line
+    prints each as ``file:line:col: error: ...`` and writes nothing.  The one
+    known: a Quixote 3 ``@ptl_html`` template, which ``ptl-wsgi convert``
+    turns into this package's syntax first.
     """
 
     source: str
@@ -233,12 +235,26 @@ class _Converter:
     # -- the conversion ----------------------------------------------------------
 
     def run(self) -> str:
+        self.quixote_templates()
         for node, kind in self.scopes.templates:
             self.template(node, kind)
         for node, kind in self.scopes.literals:
             self.literal(node, kind)
         self.imports()
         return self.edits.result()
+
+    def quixote_templates(self) -> None:
+        """Report Quixote 3's ``@ptl_html`` templates: plain Python here, they need converting."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    if isinstance(decorator, ast.Name) and decorator.id in _QUIXOTE:
+                        line, col = self.start(decorator)
+                        message = (
+                            f"cannot convert: @{decorator.id} is a Quixote 3 template; "
+                            "run 'ptl-wsgi convert --write' on the file first"
+                        )
+                        self.problems.append(Problem(line, col, message))
 
     def template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         # A def always starts its line (after decorators, which have lines of their own).

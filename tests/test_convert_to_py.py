@@ -364,6 +364,27 @@ def test_async_template(tmp_path: Path) -> None:
 
 
 @needs_312
+def test_quixote_templates_are_reported_not_left_as_functions(tmp_path: Path) -> None:
+    """A decorator-style module compiles as PTL, but its templates would silently be none."""
+    from ptl_wsgi.to_py import to_python
+
+    source = (
+        "from quixote.ptl import ptl_html\n\n"
+        "class C:\n    @ptl_html\n    def f(self):\n        F'<b>'\n"
+    )
+    result = to_python(source, "q.ptl")
+    assert [(p.line, p.col) for p in result.problems] == [(4, 5)]
+    assert "run 'ptl-wsgi convert --write' on the file first" in result.problems[0].message
+    path = tmp_path / "q.ptl"
+    path.write_text(source)
+    out = tmp_path / "q.py"
+    done = run("convert", "--to-py", path, "-o", out)
+    assert done.returncode == 1 and not out.exists()
+    assert done.stderr.startswith(f"{path}:4:5: error: cannot convert: @ptl_html is a Quixote 3")
+    assert done.stderr.endswith(f"{path}: not converted\n")
+
+
+@needs_312
 def test_convert_command_writes_the_module(tmp_path: Path) -> None:
     path = tmp_path / "listing.ptl"
     path.write_text(LISTING)
