@@ -47,7 +47,7 @@ from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
-from ptl_wsgi.tracebacks import template_frame
+from ptl_wsgi.tracebacks import entry_point, template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
 
@@ -148,6 +148,7 @@ class Template:
         self.name = None if source is not None else template.name
         self.origin = Origin(template.filename, self.name, backend)
 
+    @entry_point
     def render(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
     ) -> htmltext:
@@ -159,6 +160,7 @@ class Template:
         """
         return self._render(context, request, _markup)
 
+    @entry_point
     def render_text(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
     ) -> str:
@@ -219,6 +221,7 @@ class Template:
             raise
 
 
+@entry_point
 def render_text(
     template_name: str | Sequence[str],
     context: Mapping[str, Any] | None = None,
