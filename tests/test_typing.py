@@ -4,8 +4,10 @@ and pyright, in subprocesses, on a fixture project)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,14 +39,11 @@ def run(*args: str, cwd: Path = REPO, **env: str) -> subprocess.CompletedProcess
 
 
 def has_pyright() -> bool:
-    try:
-        import pyright  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """pyright's PyPI package, and node for it to run on (without node it would download one)."""
+    return importlib.util.find_spec("pyright") is not None and shutil.which("node") is not None
 
 
-needs_pyright = pytest.mark.skipif(not has_pyright(), reason="pyright is not installed")
+needs_pyright = pytest.mark.skipif(not has_pyright(), reason="pyright or node is not installed")
 
 
 # -- the stubs are the run time ---------------------------------------------------------
