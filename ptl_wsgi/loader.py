@@ -155,12 +155,19 @@ class Template:
         current = MappingProxyType(dict(context))
         token = _render_var.set(current)
         result: str | Iterator[Any]  # a template's htmltext or str, or a stream
+        # Debuggers hide this frame, and an error loses ptl_wsgi's frames below it
+        # (see ptl_wsgi.tracebacks).
+        __traceback_hide__ = __tracebackhide__ = True
         try:
             if self._accepted is None:
                 result = self.function(**context)
             else:
                 accepted = self._accepted
                 result = self.function(**{k: v for k, v in context.items() if k in accepted})
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
         finally:
             _render_var.reset(token)
         if isinstance(result, GeneratorType):
@@ -173,7 +180,13 @@ class Template:
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.function(*args, **kwargs)
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            return self.function(*args, **kwargs)
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def __repr__(self) -> str:
         return f"<Template {self.name!r} from {self.filename}>"
@@ -236,7 +249,13 @@ class Loader:
 
         An ``[html]`` template gives htmltext, a ``[plain]`` one a str, a stream an iterator.
         """
-        return self.get_template(name).render(context)
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            return self.get_template(name).render(context)
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def module(self, path: str) -> ModuleType:
         """The module of template file *path* (``"blog/post.ptl"``), imported if need be."""

@@ -393,9 +393,10 @@ def test_pre_commit_hook_definitions() -> None:
         dict(line.strip(" -").split(": ", 1) for line in hook.splitlines() if ": " in line)
         for hook in text.split("\n- ")[1:]
     ]
-    assert [hook["id"] for hook in hooks] == ["ptl-wsgi-check", "ptl-wsgi-lint"]
-    check, lint = hooks
+    assert [hook["id"] for hook in hooks] == ["ptl-wsgi-check", "ptl-wsgi-lint", "ptl-wsgi-stubs"]
+    check, lint, stubs = hooks
     assert (check["entry"], lint["entry"]) == ("ptl-wsgi check", "ptl-wsgi lint")
+    assert stubs["entry"] == "ptl-wsgi stubs --check"
     assert lint["additional_dependencies"] == "[ruff]"
     for hook in hooks:
         assert hook["language"] == "python"
