@@ -31,13 +31,13 @@ _new_str = str.__new__
 _htmltext: type = str
 
 
-def register(cls: type) -> None:
+def register(cls: type, /) -> None:
     """Tell this twin which class its functions must return."""
     global _htmltext
     _htmltext = cls
 
 
-def escape_str(s: str) -> str:
+def escape_str(s: str, /) -> str:
     """Escape ``& < > " '`` in *s*; return *s* itself when nothing needs it."""
     if "&" in s:
         s = s.replace("&", "&amp;")
@@ -52,36 +52,102 @@ def escape_str(s: str) -> str:
     return s
 
 
-def markup_of(value: Any) -> str:
-    """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``."""
+def markup_of(value: Any, /) -> str:
+    """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``.
+
+    A t-string (``string.templatelib.Template``) is markup by :func:`htmlformat`'s rule.
+    """
     if type(value) is str:
         return escape_str(value)
     html = getattr(value, "__html__", None)
     if html is not None:
         return str(html())
+    if _is_template(value):
+        return _template_markup(value)
     return escape_str(str(value))
 
 
-def stringify(value: Any) -> str:
+# -- t-strings (PEP 750, Python 3.14+) ------------------------------------------
+
+_template_types: list[Any] = []  # [string.templatelib.Template or None], on first need
+
+
+def _is_template(value: Any) -> bool:
+    # The class name first: string.templatelib is imported only for a likely t-string.
+    if type(value).__name__ != "Template":
+        return False
+    if not _template_types:
+        try:
+            from string.templatelib import Template
+        except ImportError:  # before Python 3.14
+            Template = None
+        _template_types.append(Template)
+    return type(value) is _template_types[0]
+
+
+_CONVERSIONS = {"s": str, "r": repr, "a": ascii}
+
+
+def _template_markup(template: Any) -> str:
+    if not _is_template(template):
+        raise TypeError(
+            "htmlformat() argument must be a string.templatelib.Template, "
+            f"not {type(template).__name__}"
+        )
+    strings = template.strings
+    out = [strings[0]]
+    for interpolation, literal in zip(template.interpolations, strings[1:], strict=True):
+        value = interpolation.value
+        conversion = interpolation.conversion
+        spec = interpolation.format_spec
+        if conversion is None and not spec and _is_template(value):
+            out.append(_template_markup(value))
+        elif conversion is None and not spec and type(value) is not str and (
+            (html := getattr(value, "__html__", None)) is not None
+        ):
+            out.append(str(html()))
+        else:
+            if conversion is not None:
+                convert = _CONVERSIONS.get(conversion)
+                if convert is None:
+                    raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
+                value = convert(value)
+            out.append(escape_str(str(format(value, spec))))
+        out.append(literal)
+    return "".join(out)
+
+
+def htmlformat(template: Any, /) -> Any:
+    """A t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.
+
+    The literal parts are trusted; each interpolation is converted (``!r``,
+    ``!s``, ``!a``), formatted with its spec and escaped, except a nested
+    t-string or a markup value (one with ``__html__``) with neither conversion
+    nor spec, which is kept as markup.  Anything but a Template is a TypeError.
+    """
+    return _new_str(_htmltext, _template_markup(template))
+
+
+def stringify(value: Any, /) -> str:
     """Return *value* as a plain ``str`` (``str()``, without escaping)."""
     if type(value) is str:
         return value
     return str(value)
 
 
-def htmlescape(value: Any) -> Any:
+def htmlescape(value: Any, /) -> Any:
     """Return *value* as htmltext: escaped, unless it has ``__html__``."""
     if type(value) is _htmltext:
         return value
     return _new_str(_htmltext, markup_of(value))
 
 
-def html_join(parts: Iterable[Any]) -> Any:
+def html_join(parts: Iterable[Any], /) -> Any:
     """Join template output as htmltext, escaping untrusted parts, skipping None."""
     return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
 
 
-def plain_join(parts: Iterable[Any]) -> str:
+def plain_join(parts: Iterable[Any], /) -> str:
     """Join template output as plain text, skipping None."""
     return "".join([stringify(p) for p in parts if p is not None])
 
@@ -112,7 +178,7 @@ def _format_markup(text: str, spec: str) -> str:
     return escape_str(formatted[:start]) + formatted[start:end] + escape_str(formatted[end:])
 
 
-def format_field(value: Any, conversion: int, spec: str) -> str:
+def format_field(value: Any, conversion: int, spec: str, /) -> str:
     """Markup for one f-string field: convert, apply *spec*, then escape.
 
     *conversion* is the ``ast.FormattedValue`` code: -1 for none, or the
@@ -378,7 +444,7 @@ def _format_unit(unit: _Unit, value: Any, shown: Any) -> str:
     return escape_str(unit.source % value)
 
 
-def format_mod(fmt: str, arg: Any) -> str:
+def format_mod(fmt: str, arg: Any, /) -> str:
     """``fmt % arg`` with every conversion escaped; returns markup as str.
 
     Errors are str's: same exceptions and messages, raised in the same order.
@@ -560,7 +626,7 @@ class HtmlTextBase(str):
 
     def __radd__(self, other: Any) -> Any:
         if isinstance(other, str) or hasattr(other, "__html__"):
-            return _new_str(type(self), markup_of(other) + str(self))
+            return _new_str(type(self), markup_of(other) + str.__str__(self))
         return NotImplemented
 
     def __mul__(self, count: Any) -> Any:
@@ -574,7 +640,7 @@ class HtmlTextBase(str):
     def __mod__(self, arg: Any) -> Any:
         return _new_str(type(self), format_mod(str(self), arg))
 
-    def join(self, iterable: Iterable[Any]) -> Any:
+    def join(self, iterable: Iterable[Any], /) -> Any:
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
