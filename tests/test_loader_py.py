@@ -347,6 +347,8 @@ def test_django_autoreload_resets_the_engine_for_a_py_template() -> None:
     from django.template import engines
     from django.utils.autoreload import autoreload_started, file_changed
 
+    engines.all()  # runserver's system checks build the engines (importing ours) first
+
     class Reloader:
         watched: list[tuple[str, str]] = []
 
