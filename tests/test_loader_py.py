@@ -359,11 +359,12 @@ def test_django_autoreload_resets_the_engine_for_a_py_template() -> None:
     app_templates = Path(__file__).parent / "django_project" / "testapp" / "templates"
     assert (str(app_templates), "**/*.py") in Reloader.watched
     engine = engines["ptl"]
-    before = engine.loader
+    module = engine.get_template("testapp/converted.py").template.module
     converted = app_templates / "testapp" / "converted.py"
     results = file_changed.send(sender=None, file_path=converted)
     assert any(result for _receiver, result in results)
-    assert engine.loader is not before
+    # The engine's loader forgot its modules (Loader.reload): the file is read again.
+    assert engine.get_template("testapp/converted.py").template.module is not module
     # A .py file outside the template folders is Django's to restart for.
     outside = Path(__file__)
     assert not any(r for _, r in file_changed.send(sender=None, file_path=outside))
