@@ -79,6 +79,10 @@ UNTRACKED_MARKUP = {
         "def f [html] (u):\n    '<a href=\"' if u else '<b title=\"'\n    u\n    '\">x</a>'\n",
         (JS_URL,),
     ),
+    "nested f-string": (
+        'def f [html] (u):\n    f\'<a href="{f"{u}"}">x</a>\'\n',
+        (JS_URL,),
+    ),
     "walrus": ("def f [html] (u):\n    (s := '<a href=\"')\n    u\n    '\">x</a>'\n", (JS_URL,)),
 }
 
@@ -286,6 +290,32 @@ def test_leading_control_character_in_a_url() -> None:
 def test_value_after_a_leading_slash_cannot_change_the_host() -> None:
     out = render("def f [html] (u):\n    f'<script src=\"/{u}\"></script>'\n", "/evil.example/x.js")
     assert not out.startswith('<script src="//')
+
+
+@hole(
+    "an empty value right after a tag name fragment joins it with the literal after: "
+    "'<scr%sipt>' is <script>, while the compiler follows attributes "
+    "(escapers._tag_attrs: always output the separating space)"
+)
+def test_an_empty_value_cannot_complete_a_tag_name() -> None:
+    source = "def f [html] (a, v):\n    '<scr%sipt>var x = %s;</script>' % (a, v)\n"
+    assert "<script>var x = alert(1);" not in render(source, "", "alert(1)")
+
+
+ANIMATE = (
+    'def f [html] (u):\n    f\'<svg width=300 height=100><a><animate attributeName="href" '
+    'values="{u}" dur="0.01s" fill="freeze"/><text x=10 y=50 font-size=40>x</text>'
+    "</a></svg>'\n"
+)
+
+
+@hole(
+    "SVG 'values' is a ';'-separated list: only its first URL is checked, and animating "
+    "an <a>'s href to the second runs it on click (escapers: check every item, as srcset; "
+    "htmlcontext: a list kind for 'values')"
+)
+def test_every_url_of_an_animation_values_list_is_checked() -> None:
+    assert "javascript:" not in render(ANIMATE, "https://x;javascript:alert(1)")
 
 
 class _Interpolation:
@@ -577,6 +607,18 @@ def test_stopped_attacks_run_no_script_in_a_browser(
     assert visit(browser, html) == [], html
 
 
+@pytest.mark.parametrize(
+    "value",
+    [pytest.param("https://x;javascript:alert(1)", marks=[*browser_only, hole("values list")])],
+)
+def test_an_animated_href_runs_no_script_when_clicked(browser: XSSBrowser, value: str) -> None:
+    assert visit(browser, render(ANIMATE, value)) == []
+    page = browser._page  # the harness clicks only links whose href attribute is a script URL
+    page.mouse.click(30, 40)
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__ptl_hits") == []
+
+
 # Every character that can end a context, with the characters of the escapes themselves.
 DATA = "</script><!--<script>\"'`${x}\\\\x22\u2028\u2029\r\n\t&amp;&quot;<>/ -->=) */"
 
@@ -608,17 +650,19 @@ def test_values_arrive_intact_as_data(browser: XSSBrowser, value: str) -> None:
             css_expected: (() => {
               // The serialisation of exactly the value, from CSS hex escapes of every character.
               const probe = document.createElement("p");
-              const hex = [...window.r[0]].map((c) => "\\" + c.codePointAt(0).toString(16) + " ");
+              const hex = [...window.r[0]].map((c) => "\\\\" + c.codePointAt(0).toString(16) + " ");
               probe.style.content = '"' + hex.join("") + '"';
               return probe.style.content;
             })(),
           };
         }"""
     )
-    # HTML normalises CR LF to LF in text and attributes; JS sees the script's own escapes.
+    # HTML normalises a raw CR LF to LF in text and quoted attributes (HTML escaping keeps
+    # them raw, as before); the unquoted escaper writes them as references, kept exactly.
     html_value = value.replace("\r\n", "\n")
     assert got["script"] == [value, value, value, value, True]
     assert got["handler"] == [value, value, value]
-    assert got["text"] == got["quoted"] == got["unquoted"] == got["textarea"] == html_value
+    assert got["text"] == got["quoted"] == got["textarea"] == html_value
+    assert got["unquoted"] == value
     assert got["query"] == got["fragment"] == value
     assert got["css"] == got["css_expected"]
