@@ -17,6 +17,7 @@ script and that the guarded contexts do not.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import types
 from collections.abc import Iterator
@@ -81,6 +82,10 @@ UNTRACKED_MARKUP = {
     ),
     "nested f-string": (
         'def f [html] (u):\n    f\'<a href="{f"{u}"}">x</a>\'\n',
+        (JS_URL,),
+    ),
+    "str.replace": (
+        "def f [html] (u):\n    '<a href=\"X\">x</a>'.replace('X', u)\n",
         (JS_URL,),
     ),
     "walrus": ("def f [html] (u):\n    (s := '<a href=\"')\n    u\n    '\">x</a>'\n", (JS_URL,)),
@@ -318,6 +323,44 @@ def test_every_url_of_an_animation_values_list_is_checked() -> None:
     assert "javascript:" not in render(ANIMATE, "https://x;javascript:alert(1)")
 
 
+@hole(
+    "a template may end in a tag name ('<script'): the end check takes a pending '<name' "
+    "for text, so a caller's '>' opens a script it follows as text "
+    "(compiler.check_end: only a lone '<' is text)"
+)
+def test_a_template_cannot_end_inside_a_tag_name() -> None:
+    source = """\
+        def open_script [html] ():
+            '<script'
+
+        def f [html] (v):
+            open_script()
+            '>var x = %s;</script>' % v
+        """
+    try:
+        out = render(source, "alert(1)")
+    except SyntaxError:
+        return
+    assert "var x = alert(1);" not in out
+
+
+FRAMEWORK_CODE_ATTRIBUTES = ["hx-on:click", "hx-on::after-request", "x-on:click", "@click",
+                              "v-on:click", "x-init", "x-data", ":href", "ng-click"]  # fmt: skip
+
+
+@hole(
+    "attributes that htmx, Alpine.js, Vue and Angular evaluate as JavaScript are plain "
+    "(or URL) attributes to the compiler: HTML escaping is decoded before the library "
+    "runs the value (htmlcontext.attribute_kind: hx-on*, x-on:, @, v-on:, x-init, x-data, "
+    "':' and x-bind:, ng-*: JavaScript)"
+)
+@pytest.mark.parametrize("name", FRAMEWORK_CODE_ATTRIBUTES)
+def test_framework_event_attributes_are_javascript(name: str) -> None:
+    source = f"def f [html] (v):\n    f'<button {name}=\"go(\\'{{v}}\\')\">x</button>'\n"
+    out = render(source, "');alert(1);('")
+    assert "&#x27;);alert(1)" not in out and "%27%29;alert" not in out
+
+
 class _Interpolation:
     def __init__(self, value: Any, conversion: str | None = None, format_spec: str = "") -> None:
         self.value, self.conversion, self.format_spec = value, conversion, format_spec
@@ -348,6 +391,36 @@ def test_the_t_string_planner_escapes_by_context() -> None:
 def test_a_nested_t_string_is_escaped_for_where_it_lands() -> None:
     inner = Template(["", ""], [JS_URL])
     out = contextual_format(Template(['<a href="', '">x</a>'], [inner]))
+    assert "javascript:" not in out
+
+
+needs_tstrings = pytest.mark.skipif(sys.version_info < (3, 14), reason="t-strings: 3.14")
+
+
+@needs_tstrings
+@hole(
+    "htmlformat(t'...') (the plain-Python t-string API the issue names) escapes every "
+    "value as text; only escapers.contextual_format follows contexts "
+    "(html.htmlformat / _htmltext_py._template_markup: plan by context)"
+)
+def test_htmlformat_escapes_by_context() -> None:
+    from ptl_wsgi.html import htmlformat
+
+    u = JS_URL
+    template = eval("t'<a href=\"{u}\">x</a>'", {}, {"u": u})
+    assert "javascript:" not in htmlformat(template)
+
+
+@needs_tstrings
+def test_t_strings_in_a_template_are_tracked() -> None:
+    out = render('def f [html] (u):\n    t\'<a href="{u}" onclick="f({u})">x</a>\'\n', JS_URL)
+    assert out.startswith(f'<a href="{UNSAFE_URL}" onclick="f( &quot;javascript:')
+
+
+@needs_tstrings
+@hole("a nested t-string in a template is a fragment from text, trusted in the href")
+def test_a_nested_t_string_in_a_template() -> None:
+    out = render('def f [html] (u):\n    t\'<a href="{t"{u}"}">x</a>\'\n', JS_URL)
     assert "javascript:" not in out
 
 
