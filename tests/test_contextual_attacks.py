@@ -88,6 +88,10 @@ UNTRACKED_MARKUP = {
         "def f [html] (u):\n    '<a href=\"X\">x</a>'.replace('X', u)\n",
         (JS_URL,),
     ),
+    "comprehension of literals": (
+        "def f [html] (u):\n    ['<a href=\"' for _ in range(1)]\n    u\n    '\">x</a>'\n",
+        (JS_URL,),
+    ),
     "walrus": ("def f [html] (u):\n    (s := '<a href=\"')\n    u\n    '\">x</a>'\n", (JS_URL,)),
 }
 
