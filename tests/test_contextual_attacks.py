@@ -93,13 +93,20 @@ UNTRACKED_MARKUP = {
         "def f [html] (u):\n    ['<a href=\"' for _ in range(1)]\n    u\n    '\">x</a>'\n",
         (JS_URL,),
     ),
+    "TemplateIO (the Quixote idiom)": (
+        "from ptl_wsgi.html import TemplateIO\n"
+        "def f [html] (u):\n    r = TemplateIO(html=True)\n    r += '<a href=\"'\n"
+        "    r += u\n    r += '\">x</a>'\n    r.getvalue()\n",
+        (JS_URL,),
+    ),
     "walrus": ("def f [html] (u):\n    (s := '<a href=\"')\n    u\n    '\">x</a>'\n", (JS_URL,)),
 }
 
 
 @hole(
     "markup built outside output pieces (assigned or nested fragments, +, +=, join, "
-    "replace, format_map, literals in a conditional expression, comprehension or walrus) "
+    "replace, format_map, TemplateIO, literals in a conditional expression, comprehension "
+    "or walrus) "
     "escapes values as text and is trusted in the href (compiler.py: track/fragment; "
     "escapers trust every htmltext)"
 )
