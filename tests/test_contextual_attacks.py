@@ -436,6 +436,16 @@ def test_a_value_in_a_script_url_body_stays_data(name: str) -> None:
     assert value not in unquote(out)
 
 
+@hole(
+    "numeric % conversions are followed as the digit '1', but '%x' of 10 is 'a': '<%x' "
+    "opens an <a> whose href the compiler takes for text (compiler.fragment: follow "
+    "hex/exponent letters, or allow only %d/%i/%u where a name may go)"
+)
+def test_a_hex_number_cannot_open_a_tag() -> None:
+    out = render("def f [html] (n, u):\n    '<%x href=\"%s\">x</a>' % (n, u)\n", 10, JS_URL)
+    assert "javascript:" not in out
+
+
 class _Interpolation:
     def __init__(self, value: Any, conversion: str | None = None, format_spec: str = "") -> None:
         self.value, self.conversion, self.format_spec = value, conversion, format_spec
