@@ -467,7 +467,10 @@ def _install_jinja(app: Flask, create: bool = False) -> None:
     """Make ``app.jinja_env`` load ``.ptl`` names: now if it exists (or *create*), else when
     Flask makes it, at first use, so that config set after ``PTL(app)`` still counts."""
     if not create and "jinja_env" not in app.__dict__:  # a cached_property, not made yet
-        app.jinja_environment = _environment_class(app.jinja_environment)  # type: ignore
+        # (A subclass of Flask's environment class; functools.cache's wrapper loses that.)
+        app.jinja_environment = _environment_class(  # type: ignore[assignment]
+            app.jinja_environment
+        )
         return
     env = app.jinja_env
     if isinstance(env, _PTLEnvironment):
