@@ -98,6 +98,17 @@ def test_template_call_and_render_trim_too(templates: Path) -> None:
     loader.close()
 
 
+def test_full_tracebacks_on_request(templates: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTL_WSGI_FULL_TRACEBACKS", "1")
+    loader = Loader([templates])
+    with pytest.raises(AttributeError) as info:
+        loader.render("page.ptl", {"user": None})
+    frames = places(info.value.__traceback__)
+    assert frames[-2:] == TEMPLATE_FRAMES
+    assert frames.count(("ptl_wsgi/loader.py", "render")) >= 2  # Loader's and Template's
+    loader.close()
+
+
 def test_an_error_raised_by_ptl_wsgi_keeps_its_frame(templates: Path) -> None:
     loader = Loader([templates])
     with pytest.raises(TemplateArgumentError) as info:
