@@ -63,7 +63,7 @@ from ptl_wsgi.csp import (
     in_nonce_scope,
 )
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.tracebacks import entry_point
+from ptl_wsgi.tracebacks import entry_point, without_internal_frames
 
 __all__ = [
     "PTL",
@@ -289,10 +289,15 @@ class PTLTemplate(jinja2.Template):
         return produced if nonce is None else iter(in_nonce_scope(produced, nonce))
 
     def _produce(self, context: dict[str, Any]) -> Iterator[Any]:
-        if self._as_text:
-            yield output.text(self._call(context))
-        else:
-            yield from output.chunks(self._call(context))
+        # Where the server iterates a stream: the entry point into its templates.
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            if self._as_text:
+                yield output.text(self._call(context))
+            else:
+                yield from output.chunks(self._call(context))
+        except Exception as exc:
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def root_render_func(self, context: Context) -> Iterator[htmltext]:
         """Jinja2's entry for ``{% include %}``, and for ``{% extends %}``, which is refused."""
