@@ -1475,7 +1475,9 @@ def _bound_names(node: ast.AST) -> list[tuple[str, _Spot]]:
         return [] if node.name is None else [(node.name, node)]
     if isinstance(node, ast.MatchMapping):
         return [] if node.rest is None else [(node.rest, node)]
-    if sys.version_info >= (3, 12) and isinstance(node, ast.type_param):  # PEP 695
+    if sys.version_info >= (3, 12) and isinstance(  # PEP 695 type parameters
+        node, (ast.TypeVar, ast.ParamSpec, ast.TypeVarTuple)
+    ):
         return [(node.name, node)]
     return []
 
