@@ -26,8 +26,8 @@ lint:
 
 types:           ## mypy --strict and pyright on the package; stubtest of the stubs on both twins
 	$(PYTHON) dev.py setup && .venv/bin/python -m mypy && .venv/bin/python -m pyright
-	.venv/bin/python -m mypy.stubtest --mypy-config-file pyproject.toml ptl_wsgi.html ptl_wsgi._htmltext_c
-	PTL_WSGI_PURE_PYTHON=1 .venv/bin/python -m mypy.stubtest --mypy-config-file pyproject.toml \
+	MYPYPATH=typings .venv/bin/python -m mypy.stubtest ptl_wsgi.html ptl_wsgi._htmltext_c
+	MYPYPATH=typings PTL_WSGI_PURE_PYTHON=1 .venv/bin/python -m mypy.stubtest \
 		--allowlist tests/stubtest-python.allow ptl_wsgi.html
 
 strict-build:    ## the C accelerator with -Wall -Wextra -Werror

@@ -224,7 +224,11 @@ def main(argv: list[str]) -> None:
         # enables the ptl_wsgi.coverage plugin, so the sites' .ptl templates are reported.
         python = ensure_venv()
         tests = args or sorted(glob.glob("tests/test_example_*.py"))
+        # The Django site's tests run it in child processes (its test runner, runserver),
+        # measured through coverage's subprocess patch: one data file per process, combined.
+        run([str(python), "-m", "coverage", "erase"])
         run([str(python), "-m", "coverage", "run", "-m", "pytest", "-q", *tests])
+        run([str(python), "-m", "coverage", "combine", "-q"])
         run([str(python), "-m", "coverage", "report", "--include=example_sites/*"])
     elif task == "bench":
         python = ensure_venv()

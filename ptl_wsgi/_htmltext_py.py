@@ -35,13 +35,13 @@ TEMPLATE_SOURCES = True
 _htmltext: type = str
 
 
-def register(cls: type) -> None:
+def register(cls: type, /) -> None:
     """Tell this twin which class its functions must return."""
     global _htmltext
     _htmltext = cls
 
 
-def escape_str(s: str) -> str:
+def escape_str(s: str, /) -> str:
     """Escape ``& < > " '`` in *s*; return *s* itself when nothing needs it."""
     if type(s) is not str:
         # A str subclass (from a __str__ or __format__) could answer "in" and
@@ -60,122 +60,101 @@ def escape_str(s: str) -> str:
     return s
 
 
-def markup_of(value: Any) -> str:
-    """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``."""
-    if type(value) is str:
-        return escape_str(value)
-    html = getattr(value, "__html__", None)
-    if html is not None:
-        return str(html())
-    return escape_str(str(value))
+def markup_of(value: Any, /) -> str:
+    """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``.
 
-
-def _source_markup(value: Any) -> str:
-    """:func:`markup_of` for a markup source: a t-string's ``Template`` is markup too.
-
-    What ``htmlescape``, ``html_join`` and ``TemplateIO`` take, with
-    :func:`htmlformat`'s meaning for a ``Template``.
+    A t-string (``string.templatelib.Template``) is markup by :func:`htmlformat`'s rule.
     """
     if type(value) is str:
         return escape_str(value)
     html = getattr(value, "__html__", None)
     if html is not None:
         return str(html())
-    if type(value).__name__ == "Template" and type(value) is _template_type():
+    if _is_template(value):
         return _template_markup(value)
     return escape_str(str(value))
 
 
 # -- t-strings (PEP 750, Python 3.14+) ------------------------------------------
 
-_templatelib: list[Any] = []  # [Template] once string.templatelib is imported
+_template_types: list[Any] = []  # [string.templatelib.Template or None], on first need
 
 
-def _template_type() -> Any:
-    """``string.templatelib.Template``, or None before Python 3.14.
-
-    Imported on first need, not with this module: a process that never meets
-    a t-string should not pay for the ``string`` package.
-    """
-    if not _templatelib:
-        if sys.version_info >= (3, 14):
+def _is_template(value: Any) -> bool:
+    # The class name first: string.templatelib is imported only for a likely t-string.
+    if type(value).__name__ != "Template":
+        return False
+    if not _template_types:
+        try:
             from string.templatelib import Template
-        else:
+        except ImportError:  # before Python 3.14
             Template = None
-        _templatelib.append(Template)
-    return _templatelib[0]
+        _template_types.append(Template)
+    return type(value) is _template_types[0]
 
 
-def _interpolation_markup(value: Any, conversion: Any, spec: Any) -> str:
-    if conversion is None and not spec:
-        if type(value).__name__ == "Template" and type(value) is _template_type():
-            return _template_markup(value)
-        if type(value) is not str:
-            html = getattr(value, "__html__", None)
-            if html is not None:
-                return str(html())
-    elif conversion is not None:
-        convert = _CONVERSIONS.get(conversion) if type(conversion) is str else None
-        if convert is None:
-            raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
-        value = convert(value)
-    return escape_str(format(value, spec))
 
 
 def _template_markup(template: Any) -> str:
-    """The markup text of a t-string: literal parts trusted, interpolations escaped.
-
-    Each interpolation is converted (``!r``, ``!s``, ``!a``), formatted with
-    its spec, and escaped; a nested ``Template`` or a markup value (one with
-    ``__html__``) with neither conversion nor spec is kept as markup.
-    Anything that is not a ``Template`` is a TypeError.
-    """
-    if type(template) is not _template_type():
+    if not _is_template(template):
         raise TypeError(
-            f"htmlformat() argument must be a string.templatelib.Template, "
+            "htmlformat() argument must be a string.templatelib.Template, "
             f"not {type(template).__name__}"
         )
     strings = template.strings
     out = [strings[0]]
     for interpolation, literal in zip(template.interpolations, strings[1:], strict=True):
-        out.append(
-            _interpolation_markup(
-                interpolation.value, interpolation.conversion, interpolation.format_spec
-            )
-        )
+        value = interpolation.value
+        conversion = interpolation.conversion
+        spec = interpolation.format_spec
+        if conversion is None and not spec and _is_template(value):
+            out.append(_template_markup(value))
+        elif conversion is None and not spec and type(value) is not str and (
+            (html := getattr(value, "__html__", None)) is not None
+        ):
+            out.append(str(html()))
+        else:
+            if conversion is not None:
+                convert = _CONVERSIONS.get(conversion)
+                if convert is None:
+                    raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
+                value = convert(value)
+            out.append(escape_str(str(format(value, spec))))
         out.append(literal)
     return "".join(out)
 
 
-def htmlformat(template: Any) -> Any:
-    """Render a t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.
+def htmlformat(template: Any, /) -> Any:
+    """A t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.
 
-    The literal parts are trusted markup; each interpolation is converted,
-    formatted and escaped (see :func:`_template_markup`).
+    The literal parts are trusted; each interpolation is converted (``!r``,
+    ``!s``, ``!a``), formatted with its spec and escaped, except a nested
+    t-string or a markup value (one with ``__html__``) with neither conversion
+    nor spec, which is kept as markup.  Anything but a Template is a TypeError.
     """
     return _new_str(_htmltext, _template_markup(template))
 
 
-def stringify(value: Any) -> str:
+def stringify(value: Any, /) -> str:
     """Return *value* as a plain ``str`` (``str()``, without escaping)."""
     if type(value) is str:
         return value
     return str(value)
 
 
-def htmlescape(value: Any) -> Any:
-    """Return *value* as htmltext: escaped, unless it has ``__html__`` or is a t-string."""
+def htmlescape(value: Any, /) -> Any:
+    """Return *value* as htmltext: escaped, unless it has ``__html__``."""
     if type(value) is _htmltext:
         return value
-    return _new_str(_htmltext, _source_markup(value))
+    return _new_str(_htmltext, markup_of(value))
 
 
-def html_join(parts: Iterable[Any]) -> Any:
+def html_join(parts: Iterable[Any], /) -> Any:
     """Join template output as htmltext, escaping untrusted parts, skipping None."""
-    return _new_str(_htmltext, "".join([_source_markup(p) for p in parts if p is not None]))
+    return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
 
 
-def plain_join(parts: Iterable[Any]) -> str:
+def plain_join(parts: Iterable[Any], /) -> str:
     """Join template output as plain text, skipping None."""
     return "".join([stringify(p) for p in parts if p is not None])
 
@@ -207,7 +186,7 @@ def _format_markup(text: str, spec: str) -> str:
     return escape_str(formatted[:start]) + formatted[start:end] + escape_str(formatted[end:])
 
 
-def format_field(value: Any, conversion: int, spec: str) -> str:
+def format_field(value: Any, conversion: int, spec: str, /) -> str:
     """Markup for one f-string field: convert, apply *spec*, then escape.
 
     *conversion* is the ``ast.FormattedValue`` code: -1 for none, or the
@@ -473,7 +452,7 @@ def _format_unit(unit: _Unit, value: Any, shown: Any) -> str:
     return escape_str(unit.source % value)
 
 
-def format_mod(fmt: str, arg: Any) -> str:
+def format_mod(fmt: str, arg: Any, /) -> str:
     """``fmt % arg`` with every conversion escaped; returns markup as str.
 
     Errors are str's: same exceptions and messages, raised in the same order.
@@ -657,7 +636,7 @@ class HtmlTextBase(str):
 
     def __radd__(self, other: Any, /) -> Any:
         if isinstance(other, str) or hasattr(other, "__html__"):
-            return _new_str(type(self), markup_of(other) + str(self))
+            return _new_str(type(self), markup_of(other) + str.__str__(self))
         return NotImplemented
 
     def __mul__(self, count: Any, /) -> Any:
@@ -708,12 +687,12 @@ class TemplateIO:
 
     def __iadd__(self, value: Any, /) -> TemplateIO:
         if value is not None:
-            self._parts.append(_source_markup(value) if self.html else stringify(value))
+            self._parts.append(markup_of(value) if self.html else stringify(value))
         return self
 
     def __call__(self, value: Any) -> None:
         if value is not None:
-            self._parts.append(_source_markup(value) if self.html else stringify(value))
+            self._parts.append(markup_of(value) if self.html else stringify(value))
 
     def getvalue(self) -> Any:
         text = "".join(self._parts)

@@ -85,7 +85,25 @@ _MARKERS = (
 _MARK = {"html": "_ptl_mark_html", "plain": "_ptl_mark_plain"}
 _ESCAPER = "_ptl_esc_"  # + the escaper's name in ptl_wsgi.escapers
 # The helpers values in other contexts need before their escaper, from ptl_wsgi.escapers.
-_CONTEXT_HELPERS = (("format_value", "_ptl_ctx_format"), ("percent_value", "_ptl_ctx_percent"))
+_CONTEXT_HELPERS = (
+    ("format_value", "_ptl_ctx_format"),
+    ("percent_value", "_ptl_ctx_percent"),
+    ("int", "_ptl_int"),
+    ("type", "_ptl_type"),
+)
+# Escapers (without their HTML layer) that leave an int's str as it is.
+_INT_SAFE = frozenset(
+    {"text", "url", "url_path", "url_query", "srcset", "js_string", "css", "css_string", "srcdoc"}
+)
+
+
+def _layerless(escaper: str) -> str:
+    for layer in ("_u0", "_q", "_u"):
+        if escaper.endswith(layer):
+            return escaper[: -len(layer)]
+    return escaper
+
+
 #: A module (at its top level) or a template (among its first statements) that sets
 #: this name to False gets plain HTML escaping everywhere: contextual escaping off.
 OPT_OUT = "__ptl_contextual__"
@@ -643,7 +661,15 @@ class _Transformer(_ScopeWalker):
     def escaped(self, piece: _Value, escaper: str) -> ast.expr:
         """The expression that outputs *piece* through *escaper* (conversion and spec first)."""
         node, expr = piece.node, piece.value
-        if piece.conversion != -1 or piece.spec is not None:
+        formatted = piece.conversion != -1 or piece.spec is not None
+        held = None
+        if not formatted and _layerless(escaper) in _INT_SAFE:
+            # An int's digits (and sign) are the same escaped or not: it is output as it
+            # is, without a call ("/item/%s" % id costs what it did before).
+            temp = self.temporary()
+            held = _located(ast.NamedExpr(_name(temp, node, ast.Store()), expr), node)
+            expr = _name(temp, node)
+        if formatted:
             self.helpers.add("_ptl_ctx_format")
             expr = _call(
                 _name("_ptl_ctx_format", node),
@@ -655,7 +681,14 @@ class _Transformer(_ScopeWalker):
             self.helpers.add("_ptl_ctx_percent")
             expr = _call(_name("_ptl_ctx_percent", node), [expr, piece.fmt], node)
         self.escapers.add(escaper)
-        return _call(_name(_ESCAPER + escaper, node), [expr], node)
+        call = _call(_name(_ESCAPER + escaper, node), [expr], node)
+        if held is None:
+            return call
+        self.helpers.update(("_ptl_type", "_ptl_int"))
+        test = ast.Compare(
+            _call(_name("_ptl_type", node), [held], node), [ast.Is()], [_name("_ptl_int", node)]
+        )
+        return _located(ast.IfExp(test, _name(held.target.id, node), call), node)
 
     def fragment(
         self,
@@ -758,13 +791,15 @@ class _Transformer(_ScopeWalker):
         node.orelse = self.visit_list(node.orelse)
         label = "the 'else' branch" if node.orelse else "the way around it (no 'else')"
         ends.append((label, self.ctx))
-        self.ctx = self.merge(node, "if", ends)
+        line = self.lines[node.lineno - 1]
+        keyword = "elif" if line[_char_col(line, node.col_offset) :].startswith("elif") else "if"
+        self.ctx = self.merge(node, keyword, ends)
         return node
 
     def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
-        keyword = "while" if isinstance(node, ast.While) else "for"
+        keyword = {ast.While: "while", ast.AsyncFor: "async for"}.get(type(node), "for")
         if isinstance(node, ast.While):
             node.test = self.visit(node.test)
         else:
@@ -1229,31 +1264,58 @@ class _Transformer(_ScopeWalker):
         )
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        if (
+        if not (
             self.tracking
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "format"
             and isinstance(node.func.value, ast.Constant)
             and type(node.func.value.value) is str
         ):
-            try:
-                parsed = list(_string.formatter_parser(node.func.value.value))
-            except ValueError:
-                parsed = []  # str.format raises for it, as before
-            parts: list[str | None] = []
-            for text, field, _spec, _conversion in parsed:
-                parts.append(text)
-                if field is not None:
-                    parts.append(None)
-            parts.append("")
-            if any(e is not None for e in self.fragment(node, parts, [node] * parts.count(None))):
-                raise self.error(
-                    "a field of this .format() lands where HTML needs more than HTML "
-                    "escaping, and .format() is only taken apart for plain fields in an "
-                    "output statement; use an f-string",
-                    node,
-                )
-        return self.generic_visit(node)
+            return self.generic_visit(node)
+        fmt = node.func.value.value
+        try:
+            parsed = list(_string.formatter_parser(fmt))
+        except ValueError:
+            parsed = []  # str.format raises for it, as before
+        parts: list[str | None] = []
+        for text, field, _spec, _conversion in parsed:
+            parts.append(text)
+            if field is not None:
+                parts.append(None)
+        parts.append("")
+        escapers = self.fragment(node, parts, [node] * parts.count(None))
+        node = self.generic_visit(node)
+        if all(e is None for e in escapers):
+            return node
+        # Plain fields: each argument used where one escaper fits is wrapped in it.
+        simple = not any(isinstance(a, ast.Starred) for a in node.args) and all(
+            k.arg is not None for k in node.keywords
+        )
+        names = [k.arg for k in node.keywords]
+        fields = _format_fields(fmt, len(node.args), names) if simple else None
+        used: dict[int, set[str | None]] = {}
+        if fields is not None:
+            holes = [f for f in fields if not isinstance(f, str)]
+            for field, escaper in zip(holes, escapers, strict=True):
+                index = field if isinstance(field, int) else len(node.args) + names.index(field[0])
+                used.setdefault(index, set()).add(escaper)
+        if fields is None or any(len(e) > 1 for e in used.values()):
+            raise self.error(
+                "a field of this .format() lands where HTML needs more than HTML escaping, "
+                "and its values cannot be told apart (an attribute or index field, or one "
+                "value in two contexts); use an f-string",
+                node,
+            )
+        for index, (escaper,) in used.items():
+            if escaper is None:
+                continue
+            if index < len(node.args):
+                arg = node.args[index]
+                node.args[index] = self.escaped(_Value(arg, arg, _FIELD), escaper)
+            else:
+                keyword = node.keywords[index - len(node.args)]
+                keyword.value = self.escaped(_Value(keyword.value, keyword.value, _FIELD), escaper)
+        return node
 
 
 _NUMERIC_CONVERSIONS = frozenset("diouxXeEfFgG")
@@ -1699,7 +1761,8 @@ def _parse_lines(
         used = {
             n.id
             for n in ast.walk(tree)
-            if isinstance(n, ast.Name) and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_"))
+            if isinstance(n, ast.Name)
+            and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_", "_ptl_int", "_ptl_type"))
         }
         literals = [a for a in transformer.literals.values() if _target_name(a) in used]
         _add_prologue(tree, literals, _escaper_imports(transformer, used))

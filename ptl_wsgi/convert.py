@@ -377,7 +377,8 @@ def convert_source(source: str, filename: str = "<ptl>") -> Conversion:
     Source in this package's syntax is returned unchanged; raises SyntaxError
     for source that is neither.
     """
-    lines = source.splitlines(keepends=True)
+    # Lines as Python counts them: str.splitlines would also split at a form feed.
+    lines = io.StringIO(source, newline="\n").readlines()
     try:
         tree = ast.parse(source, filename)
     except SyntaxError:

@@ -24,6 +24,10 @@ from typing import Any
 
 from ptl_wsgi.html import htmlescape, htmltext
 
+# Re-exported for compiled templates (as _ptl_int, _ptl_type): names no template can shadow.
+int = int
+type = type
+
 __all__ = [
     "ESCAPERS",
     "UNSAFE_CSS",
@@ -190,7 +194,9 @@ def _js_regexp(text: str) -> str:
     return _JS_REGEXP_UNSAFE.sub(_js_char, text)
 
 
-_JSON_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+# "/" too: should the compiler ever take a regular expression for an expression, a
+# value still could not end it.
+_JSON_UNSAFE = re.compile("[<>&/\u2028\u2029\ud800-\udfff]")
 
 
 def _js_value(value: Any) -> str:
@@ -265,9 +271,7 @@ _LAYERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _compose(
-    base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True
-) -> Escaper:
+def _compose(base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True) -> Escaper:
     def escape(value: Any) -> Any:
         if type(value) is str:
             text = value
@@ -354,9 +358,10 @@ _MAX_PLANS = 1024
 def plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
     """The escaper for each interpolation between *strings* (a Template's literal parts).
 
-    None means a text-like context: plain HTML escaping.  Raises ValueError
-    (:class:`ptl_wsgi.htmlcontext.ContextError`) where no value may go, or
-    when the template does not end in text.
+    :func:`ptl_wsgi.htmlcontext.plan`'s names as functions (that room cannot
+    import this one).  None means a text-like context: plain HTML escaping.
+    Raises ValueError (:class:`ptl_wsgi.htmlcontext.ContextError`) where no
+    value may go, or when the template does not end in text.
     """
     found = _PLANS.get(strings)
     if found is None:
@@ -368,19 +373,9 @@ def plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
 
 
 def _plan(strings: tuple[str, ...]) -> tuple[Escaper | None, ...]:
-    from ptl_wsgi.htmlcontext import TEXT, ContextError, advance, after_value, describe, escaper_for
+    from ptl_wsgi.htmlcontext import plan as plan_names
 
-    ctx = TEXT
-    escapers: list[Escaper | None] = []
-    for text in strings[:-1]:
-        ctx = advance(ctx, text)
-        name = escaper_for(ctx)
-        escapers.append(None if name is None else ESCAPERS[name])
-        ctx = after_value(ctx)
-    ctx = advance(ctx, strings[-1]) if strings else ctx
-    if ctx != TEXT:
-        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
-    return tuple(escapers)
+    return tuple(None if name is None else ESCAPERS[name] for name in plan_names(strings))
 
 
 def contextual_format(template: Any) -> htmltext:

@@ -10,7 +10,6 @@ share one definition of the less frequent str methods.
 from __future__ import annotations
 
 import os
-import sys
 from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
@@ -150,7 +149,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         module=twin,
         htmltext=cls,
         htmlescape=twin.htmlescape,
-        htmlformat=getattr(twin, "htmlformat", None) or _python_htmlformat(cls),
+        htmlformat=twin.htmlformat,
         stringify=twin.stringify,
         TemplateIO=twin.TemplateIO,
         html_join=twin.html_join,
@@ -160,79 +159,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         percent_output=twin.percent_output,
         escape_str=twin.escape_str,
     )
-    if sys.version_info >= (3, 14) and not getattr(twin, "TEMPLATE_SOURCES", False):
-        _accept_templates(api)
     return api
-
-
-def _python_htmlformat(cls: type) -> Any:
-    """The Python twin's ``htmlformat``, returning *cls*: for a twin without its own."""
-
-    def htmlformat(template: Any) -> Any:
-        from ptl_wsgi._htmltext_py import _template_markup
-
-        return str.__new__(cls, _template_markup(template))
-
-    htmlformat.__doc__ = (
-        'Render a t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.\n\n'
-        "The literal parts are trusted markup; each interpolation is converted,\n"
-        "formatted and escaped; a nested t-string or a markup value with neither\n"
-        "conversion nor format spec is kept.  Anything but a Template is a TypeError."
-    )
-    return htmlformat
-
-
-def _accept_templates(api: SimpleNamespace) -> None:
-    """Make *api*'s htmlescape, html_join and TemplateIO take a ``Template`` as markup.
-
-    For a twin whose own functions do not (the C accelerator until its
-    ``markup_of`` knows t-strings): a t-string is rendered by the Python
-    twin's ``_template_markup``, everything else goes to the twin untouched.
-    """
-    cls = api.htmltext
-    twin_htmlescape, twin_html_join, twin_templateio = (
-        api.htmlescape, api.html_join, api.TemplateIO
-    )  # fmt: skip
-
-    # string.templatelib.Template, without importing the string package into
-    # every process that renders (this runs on Python 3.14+ only).
-    template_type = type(eval('t""'))
-
-    def rendered(template: Any) -> Any:
-        from ptl_wsgi._htmltext_py import _template_markup
-
-        return str.__new__(cls, _template_markup(template))
-
-    def htmlescape(value: Any) -> Any:
-        if type(value) is template_type:
-            return rendered(value)
-        return twin_htmlescape(value)
-
-    def html_join(parts: Iterable[Any]) -> Any:
-        if not isinstance(parts, (list, tuple)):
-            parts = list(parts)
-        if template_type in map(type, parts):  # one pass at C speed; rarely true
-            parts = [rendered(p) if type(p) is template_type else p for p in parts]
-        return twin_html_join(parts)
-
-    class TemplateIO(twin_templateio):  # type: ignore[misc, valid-type]
-        __slots__ = ()
-        __doc__ = twin_templateio.__doc__
-
-        def __iadd__(self, value: Any) -> Any:
-            if type(value) is template_type and self.html:
-                value = rendered(value)
-            return twin_templateio.__iadd__(self, value)
-
-        def __call__(self, value: Any) -> None:
-            if type(value) is template_type and self.html:
-                value = rendered(value)
-            twin_templateio.__call__(self, value)
-
-    TemplateIO.__module__ = twin_templateio.__module__
-    htmlescape.__doc__ = twin_htmlescape.__doc__
-    html_join.__doc__ = twin_html_join.__doc__
-    api.htmlescape, api.html_join, api.TemplateIO = htmlescape, html_join, TemplateIO
 
 
 def _load_c() -> tuple[ModuleType | None, str]:

@@ -24,6 +24,7 @@ unquoted one, ``u0`` the start of an unquoted one).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from html import unescape
 from typing import NamedTuple
 
@@ -37,6 +38,7 @@ __all__ = [
     "describe",
     "escaper_for",
     "join",
+    "plan",
     "settle",
 ]
 
@@ -93,7 +95,9 @@ class Context(NamedTuple):
     ``style``, ``title``, ...) whose content follows or is being parsed; *sub* the
     URL part or what ``/`` means in JS; *pending* literal text of an unfinished
     token (``<scr``), parsed again with the text that follows; *stack* the brace
-    depths of the ``${`` of JS template literals being parsed.
+    depths of the ``${`` of JS template literals being parsed; *foreign* the
+    SVG or MathML element whose content this is (none of its elements is raw
+    text, and references are decoded in its scripts).
     """
 
     state: str = S_TEXT
@@ -103,6 +107,7 @@ class Context(NamedTuple):
     sub: str = ""
     pending: str = ""
     stack: tuple[int, ...] = ()
+    foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
 
 
 TEXT = Context()
@@ -166,6 +171,13 @@ _CONTENT = {
     "plaintext": S_RCDATA,
 }
 
+_FOREIGN = frozenset({"svg", "math"})
+# Start tags that end foreign content: the parser goes back to HTML.
+_BREAKOUT = frozenset(
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i "
+    "img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt "
+    "u ul var".split()
+)
 _SPACE = " \t\n\r\f"
 # HTML's whitespace is _SPACE only: \v, U+00A0 and the other characters \s also
 # matches are part of a name or an unquoted value, as they are to a browser.
@@ -230,8 +242,12 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             if len(name) == len(rest):
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
             name = name.lower()
-            element = name if name in _CONTENT else ""
-            return Context(S_TAG, element=element), rest[len(name) :]
+            foreign = "" if name in _BREAKOUT else ctx.foreign
+            if foreign:
+                element = name if name in ("script", "style") else ""
+            else:
+                element = name if name in _CONTENT or name in _FOREIGN else ""
+            return Context(S_TAG, element=element, foreign=foreign), rest[len(name) :]
         if first == "/":
             if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
                 match = _TAG_NAME.match(rest, 1)
@@ -239,15 +255,17 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 name = match.group()
                 if 1 + len(name) == len(rest):
                     return ctx._replace(pending=text[i:]), ""
-                return Context(S_TAG), rest[1 + len(name) :]
+                foreign = "" if name.lower() == ctx.foreign else ctx.foreign
+                return Context(S_TAG, foreign=foreign), rest[1 + len(name) :]
             if rest.startswith("/>"):
                 i = text.find("<", i + 3)
                 continue
-            return Context(S_BOGUS), rest[1:]  # </ followed by junk: a bogus comment
+            # </ followed by junk: a bogus comment
+            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
         if rest.startswith("!--"):
-            return Context(S_COMMENT, sub="open"), rest[3:]
+            return Context(S_COMMENT, sub="open", foreign=ctx.foreign), rest[3:]
         if first in "!?":
-            return Context(S_BOGUS), rest[1:]
+            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
         i = text.find("<", i + 1)
     return ctx, ""
 
@@ -256,28 +274,36 @@ def _comment(ctx: Context, text: str) -> tuple[Context, str]:
     if ctx.sub == "open":
         # "<!-->" and "<!--->" close at once (abruptly), as browsers parse them.
         if text.startswith(">"):
-            return TEXT, text[1:]
+            return _text_of(ctx), text[1:]
         if text.startswith("->"):
-            return TEXT, text[2:]
+            return _text_of(ctx), text[2:]
         ctx = ctx._replace(sub="")
     match = re.search(r"--!?>", text)
     if match is None:
         tail = len(text) - len(text.rstrip("-!"))
         return ctx._replace(pending=text[-tail:] if tail else ""), ""
-    return TEXT, text[match.end() :]
+    return _text_of(ctx), text[match.end() :]
+
+
+def _text_of(ctx: Context) -> Context:
+    """Text, in the foreign content *ctx* is in, if any."""
+    return Context(foreign=ctx.foreign) if ctx.foreign else TEXT
 
 
 def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
     i = text.find(">")
-    return (ctx, "") if i < 0 else (TEXT, text[i + 1 :])
+    return (ctx, "") if i < 0 else (_text_of(ctx), text[i + 1 :])
 
 
 def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     stripped = text.lstrip(_SPACE + "/")
     if not stripped:
+        if ctx.element in _FOREIGN and text.endswith("/"):
+            return ctx._replace(pending="/"), ""  # "<svg/" then ">": self-closing
         return ctx, ""
     if stripped[0] == ">":
-        return _content_start(ctx.element), stripped[1:]
+        closed = text[: len(text) - len(stripped)].endswith("/")  # <svg/> opens nothing
+        return _content_start(ctx, closed), stripped[1:]
     match = _ATTR_NAME.match(stripped)
     assert match is not None  # (stripped is not empty and does not start with ">")
     name = match.group()
@@ -304,7 +330,7 @@ def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx, ""
     first = stripped[0]
     if first == ">":
-        return _content_start(ctx.element), stripped[1:]
+        return _content_start(ctx, False), stripped[1:]
     if first in "\"'":
         return _value_start(ctx, first), stripped[1:]
     return _value_start(ctx, " "), stripped
@@ -312,7 +338,7 @@ def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _value_start(ctx: Context, delim: str) -> Context:
     kind = ctx.attr
-    base = Context(delim=delim, attr=kind, element=ctx.element)
+    base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign)
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
     if kind == K_SRCSET:
@@ -324,11 +350,16 @@ def _value_start(ctx: Context, delim: str) -> Context:
     return base._replace(state=S_ATTR)
 
 
-def _content_start(element: str) -> Context:
+def _content_start(tag: Context, closed: bool) -> Context:
+    """The context after the ``>`` of a start tag whose context was *tag*."""
+    element = tag.element
+    if element in _FOREIGN:
+        return Context(foreign="" if closed else element)
     state = _CONTENT.get(element)
     if state is None:
-        return TEXT
-    return Context(state, element=element, sub=J_REGEXP if state == S_JS else "")
+        return _text_of(tag)
+    sub = J_REGEXP if state == S_JS else ""
+    return Context(state, element=element, sub=sub, foreign=tag.foreign)
 
 
 _HTML = {
@@ -362,7 +393,7 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     inner = _content(inner, value)
     if end == len(text):
         return inner._replace(delim=ctx.delim, pending=held), ""
-    return Context(S_TAG, element=ctx.element), text[after:]
+    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign), text[after:]
 
 
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
@@ -373,9 +404,14 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         if not final:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
-        return _content(ctx, text)._replace(pending=held), ""
-    _content(ctx, text[: match.start()])  # raises if the script cannot be followed
-    return TEXT, text[match.start() :]  # the end tag itself is parsed as text
+        return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
+    _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
+    return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
+
+
+def _foreign_decoded(ctx: Context, text: str) -> str:
+    # An SVG or MathML <script> or <style> is not raw text: references are decoded.
+    return unescape(text) if ctx.foreign and "&" in text else text
 
 
 def _content(ctx: Context, text: str) -> Context:
@@ -725,9 +761,8 @@ def _base(ctx: Context) -> str:
 def after_value(ctx: Context) -> Context:
     """The context after a value inserted in *ctx* (a valid place for one)."""
     if ctx.pending and ctx.state == S_TEXT and _TAG_START.fullmatch(ctx.pending):
-        name = ctx.pending.lstrip("</").lower()
-        element = name if name in _CONTENT and not ctx.pending.startswith("</") else ""
-        return Context(S_AFTER_NAME, attr=K_PLAIN, element=element)
+        after_tag, _ = _text(_text_of(ctx), ctx.pending + " ")
+        return after_tag._replace(state=S_AFTER_NAME, attr=K_PLAIN)
     ctx = settle(ctx)
     if ctx.pending and ctx.state == S_COMMENT:
         return ctx._replace(pending="")
@@ -774,6 +809,25 @@ class _Mismatch(ContextError):
     def __init__(self, a: Context, b: Context) -> None:
         super().__init__(f"{describe(a)} and {describe(b)}")
         self.contexts = (a, b)
+
+
+@lru_cache(maxsize=1024)
+def plan(strings: tuple[str, ...]) -> tuple[str | None, ...]:
+    """The escaper name for each value between literal *strings* (a t-string's parts).
+
+    None means a text-like context (plain HTML escaping).  Raises ContextError
+    where no value may go, or when the literal text does not end in text.
+    """
+    ctx = TEXT
+    names: list[str | None] = []
+    for text in strings[:-1]:
+        ctx = advance(ctx, text)
+        names.append(escaper_for(ctx))
+        ctx = after_value(ctx)
+    ctx = settle(advance(ctx, strings[-1]) if strings else ctx)
+    if ctx._replace(pending="") != TEXT:
+        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
+    return tuple(names)
 
 
 # -- descriptions ----------------------------------------------------------------------
@@ -838,4 +892,6 @@ def describe(ctx: Context) -> str:
         name = f"{name} in <{ctx.element}>"
     if ctx.pending and ctx.state in (S_TEXT, S_TAG):
         name = f"{name}, in {ctx.pending!r}"
+    if ctx.foreign:
+        name = f"{name} inside <{ctx.foreign}>"
     return name

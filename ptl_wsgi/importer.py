@@ -364,7 +364,11 @@ def uninstall_for(package: str) -> None:
 
 
 def load_module_from_path(
-    path: str | os.PathLike[str], module_name: str, *, write_cache: bool = True
+    path: str | os.PathLike[str],
+    module_name: str,
+    *,
+    write_cache: bool = True,
+    into: ModuleType | None = None,
 ) -> ModuleType:
     """Import the .ptl file at *path* as *module_name* (added to ``sys.modules``).
 
@@ -373,10 +377,19 @@ def load_module_from_path(
     a coding cookie is honoured.  If the module fails, ``sys.modules`` gets
     back what it held under *module_name* before (``__main__``, say).  A
     ``.py`` file is plain Python, loaded through that cache too (template
-    loaders serve ``.py`` templates).
+    loaders serve ``.py`` templates).  With *into*, the file runs in that
+    existing module (a package keeps its path).
     """
     spec = _spec(module_name, os.path.abspath(path), write_cache)
-    module = module_from_spec(spec)
+    if into is None:
+        module = module_from_spec(spec)
+    else:
+        module = into
+        spec.submodule_search_locations = getattr(into, "__path__", None)
+        module.__spec__ = spec
+        module.__loader__ = spec.loader
+        module.__file__ = spec.origin
+        module.__cached__ = spec.cached
     previous = sys.modules.get(module_name)
     sys.modules[module_name] = module
     loader = spec.loader

@@ -155,12 +155,19 @@ class Template:
         current = MappingProxyType(dict(context))
         token = _render_var.set(current)
         result: str | Iterator[Any]  # a template's htmltext or str, or a stream
+        # Debuggers hide this frame, and an error loses ptl_wsgi's frames below it
+        # (see ptl_wsgi.tracebacks).
+        __traceback_hide__ = __tracebackhide__ = True
         try:
             if self._accepted is None:
                 result = self.function(**context)
             else:
                 accepted = self._accepted
                 result = self.function(**{k: v for k, v in context.items() if k in accepted})
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
         finally:
             _render_var.reset(token)
         if isinstance(result, GeneratorType):
@@ -173,7 +180,13 @@ class Template:
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.function(*args, **kwargs)
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            return self.function(*args, **kwargs)
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def __repr__(self) -> str:
         return f"<Template {self.name!r} from {self.filename}>"
@@ -236,7 +249,13 @@ class Loader:
 
         An ``[html]`` template gives htmltext, a ``[plain]`` one a str, a stream an iterator.
         """
-        return self.get_template(name).render(context)
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            return self.get_template(name).render(context)
+        except Exception as exc:
+            from ptl_wsgi.tracebacks import without_internal_frames
+
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def module(self, path: str) -> ModuleType:
         """The module of template file *path* (``"blog/post.ptl"``), imported if need be."""
@@ -464,14 +483,23 @@ class Loader:
             part = _module_part(directory)
             name = f"{parent_name}.{part}"
             package = sys.modules.get(name)
+            locations = [os.path.join(root, *directories[:depth]) for root in self.search_path]
             if package is None:
                 spec = ModuleSpec(name, None, is_package=True)
-                spec.submodule_search_locations = [
-                    os.path.join(root, *directories[:depth]) for root in self.search_path
-                ]
+                spec.submodule_search_locations = locations
                 package = module_from_spec(spec)
-                sys.modules[name] = package
+                # A file of the directory's name (partials.ptl beside partials/) is that
+                # package's code, as a module's file beats a directory in Python's imports:
+                # loaded now, so every module sees one package holding both.
+                twin = self.find("/".join(directories[:depth]) + _SUFFIX)
+                if twin is None:
+                    sys.modules[name] = package
+                else:
+                    package = load_module_from_path(twin, name, into=package)
                 setattr(parent, part, package)
+            elif not hasattr(package, "__path__"):  # that file, loaded first: a package now
+                package.__path__ = locations
+                package.__spec__.submodule_search_locations = locations
             parent_name, parent = name, package
         part = _module_part(file[: file.rindex(".")])
         name = f"{parent_name}.{part}"

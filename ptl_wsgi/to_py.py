@@ -43,6 +43,7 @@ Pos = tuple[int, int]  # (line, character column)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _JOIN = {"html": "html_join", "plain": "plain_join"}
 _HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext")
+_QUIXOTE = frozenset({"ptl_html", "ptl_plain"})
 _START_TOKENS = frozenset(
     t for t in (getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "TSTRING_START", None))
     if t is not None
@@ -59,9 +60,10 @@ _NAMED_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|.)", re.S)
 class PyConversion:
     """The plain Python module, and what could not be converted (empty when all was).
 
-    No construct of valid PTL is known that cannot be converted; ``problems``
-    is where one would be reported (line, column, message), and the command
-    line prints each as ``file:line:col: error: ...`` and writes nothing.
+    Each problem has a line, a column (from 1) and a message; the command line
+    prints each as ``file:line:col: error: ...`` and writes nothing.  The one
+    known: a Quixote 3 ``@ptl_html`` template, which ``ptl-wsgi convert``
+    turns into this package's syntax first.
     """
 
     source: str
@@ -88,7 +90,7 @@ class _Edits:
     def __init__(self, text: str) -> None:
         self.text = text
         self.line_starts = [0]
-        for line in text.splitlines(keepends=True):
+        for line in _lines(text):
             self.line_starts.append(self.line_starts[-1] + len(line))
         self.inserts: list[tuple[int, tuple[int, int], str]] = []
         self.deletes: list[tuple[int, int]] = []
@@ -133,7 +135,7 @@ class _Edits:
 
 def _strings(text: str) -> list[_String]:
     """Every string token of *text*, nested ones (in f-string fields) included."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     found: list[_String] = []
     opened: list[tokenize.TokenInfo] = []
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -147,6 +149,12 @@ def _strings(text: str) -> list[_String]:
             found.append(_String(start.start, tok.end, _prefix(start.string), whole))
     found.sort(key=lambda s: s.start)
     return found
+
+
+def _lines(text: str) -> list[str]:
+    # Lines as Python counts them: at "\n" only (str.splitlines also splits at a form
+    # feed or "\u2028", which may stand in a line or a string literal).
+    return io.StringIO(text, newline="\n").readlines()
 
 
 def _prefix(token: str) -> str:
@@ -196,7 +204,7 @@ class _Converter:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
         self.filename = filename
-        self.lines = text.splitlines(keepends=True)
+        self.lines = _lines(text)
         self.view, self.kinds = python_view(text, filename)
         self.tree = ast.parse(self.view, filename)
         self.scopes = template_scopes(self.tree, self.kinds)
@@ -227,12 +235,26 @@ class _Converter:
     # -- the conversion ----------------------------------------------------------
 
     def run(self) -> str:
+        self.quixote_templates()
         for node, kind in self.scopes.templates:
             self.template(node, kind)
         for literal, literal_kind in self.scopes.literals:
             self.literal(literal, literal_kind)
         self.imports()
         return self.edits.result()
+
+    def quixote_templates(self) -> None:
+        """Report Quixote 3's ``@ptl_html`` templates: plain Python here, they need converting."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    if isinstance(decorator, ast.Name) and decorator.id in _QUIXOTE:
+                        line, col = self.start(decorator)
+                        message = (
+                            f"cannot convert: @{decorator.id} is a Quixote 3 template; "
+                            "run 'ptl-wsgi convert --write' on the file first"
+                        )
+                        self.problems.append(Problem(line, col, message))
 
     def template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         # A def always starts its line (after decorators, which have lines of their own).
@@ -261,7 +283,7 @@ class _Converter:
                     self.edits.insert((end_line + 1, 0), ending, (-5, depth))
                 else:
                     tail = "" if self.lines[-1].endswith("\n") else "\n"
-                    self.edits.insert((end_line, len(self.lines[-1])), tail + ending, (-5, depth))
+                    self.edits.insert((end_line, len(self.lines[-1])), tail + ending, (9, depth))
         for statement, _kind in self.scopes.outputs:
             if self.owner(statement) is node:
                 method = "extend" if isinstance(statement.value, _COMPREHENSIONS) else "append"

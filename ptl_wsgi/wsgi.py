@@ -45,6 +45,7 @@ from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
 from ptl_wsgi.headers import HeaderError, check_headers, check_status
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import is_html_type, is_markup, markup, text
+from ptl_wsgi.tracebacks import entry_point
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -95,6 +96,7 @@ def current_loader() -> Loader:
     return loader
 
 
+@entry_point
 def render(
     name: str, context: Mapping[str, Any] | None = None, /, **values: Any
 ) -> str | Iterator[Any]:
@@ -103,6 +105,7 @@ def render(
     return current_loader().render(name, merged)
 
 
+@entry_point
 def render_text(name: str, context: Mapping[str, Any] | None = None, /, **values: Any) -> str:
     """Render template *name* to raw text (plain ``str``), for mail bodies and ``text/plain``.
 

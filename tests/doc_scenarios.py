@@ -263,7 +263,7 @@ bp = Blueprint("entries", "doc_entries", template_folder="entries/templates", ro
             "def foot [html] ():\n    '</ul>'\n"
         ),
         "templates/partials.ptl": "def entry_card [html] (entry):\n    '<li>%s</li>' % entry['name']\n",
-        "templates/cards/entry.ptl": "def render [html] (entry):\n    '<div>%s</div>' % entry['name']\n",
+        "templates/partials/card.ptl": "def render [html] (entry):\n    '<div>%s</div>' % entry['name']\n",
         "templates/post.ptl": "def render [html] (post):\n    '<p>%s</p>' % post.title\n",
         "templates/themes/dark/post.ptl": "def render [html] (post):\n    '<p class=dark>%s</p>' % post.title\n",
         "templates/mail/welcome.ptl": "def render [plain] (user):\n    'Hello %s!' % user.name\n",

@@ -116,3 +116,14 @@ def test_run_collects_every_stated_target() -> None:
     assert table[3] == (
         "| X | ptl_wsgi at most 8 ms (wall) over `python -c pass` | **MISSED** | (at worst 9 ms). |"
     )
+
+
+@pytest.mark.slow
+def test_converted_script_runs() -> None:
+    result = run_script("benchmarks/converted.py", "--rounds", "1", "--seconds", "0.005")
+    if sys.version_info < (3, 14):
+        assert result.returncode == 1 and "Python 3.14+" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    for style in ("stmt", "f", "pct", "format"):
+        assert f"| bigtable | {style} |" in result.stdout and f"| page | {style} |" in result.stdout

@@ -323,3 +323,34 @@ def test_rss_stays_flat_under_stress(tmp_path: Path) -> None:
     before, after = map(int, proc.stdout.split())
     # A leak of one small object per round would add well over 1 MB.
     assert after - before < 1024 * 1024, f"RSS grew from {before} to {after} bytes"
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 14), reason="concurrent.interpreters is new in Python 3.14"
+)
+def test_loads_in_isolated_subinterpreters() -> None:
+    """Multi-phase init and per-module state: each interpreter (with its own GIL)
+    gets its own module, types and registered class; single-phase init would
+    make the import fail there."""
+    from concurrent import interpreters
+
+    c_twin()
+    script = textwrap.dedent(
+        """
+        from ptl_wsgi import _htmltext_c, html
+        assert html.IMPLEMENTATION == "c", html.ACCELERATOR_STATUS
+        assert str(html.htmlescape("<a&b>")) == "&lt;a&amp;b&gt;"
+        assert type(html.html_join(["<", html.htmltext("<b>")])) is html.htmltext
+        assert str(html.htmltext("<p>%s</p>") % "<") == "<p>&lt;</p>"
+        """
+    )
+    subs = [interpreters.create() for _ in range(2)]
+    try:
+        for sub in subs:
+            sub.exec(script)
+            sub.exec(script)  # a second run in the same interpreter reuses its module
+    finally:
+        for sub in subs:
+            sub.close()
+    # The main interpreter's module is untouched by the others' registrations.
+    assert type(ptl_wsgi.html.htmlescape("<")) is ptl_wsgi.html.htmltext

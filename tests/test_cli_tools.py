@@ -393,9 +393,10 @@ def test_pre_commit_hook_definitions() -> None:
         dict(line.strip(" -").split(": ", 1) for line in hook.splitlines() if ": " in line)
         for hook in text.split("\n- ")[1:]
     ]
-    assert [hook["id"] for hook in hooks] == ["ptl-wsgi-check", "ptl-wsgi-lint"]
-    check, lint = hooks
+    assert [hook["id"] for hook in hooks] == ["ptl-wsgi-check", "ptl-wsgi-lint", "ptl-wsgi-stubs"]
+    check, lint, stubs = hooks
     assert (check["entry"], lint["entry"]) == ("ptl-wsgi check", "ptl-wsgi lint")
+    assert stubs["entry"] == "ptl-wsgi stubs --check"
     assert lint["additional_dependencies"] == "[ruff]"
     for hook in hooks:
         assert hook["language"] == "python"
@@ -501,3 +502,11 @@ def test_convert_scopes_class_decorators_as_the_compiler_does() -> None:
     ours = _our_module(result.source.replace("@tag(F'<i>')", "@tag('<i>')"))
     assert str(ours["f"]()) == "&lt;b&gt;&lt;i&gt;"
     assert str(_quixote_module(source)["f"]()) == "&lt;b&gt;<i>"
+
+
+def test_convert_counts_lines_as_python_does() -> None:
+    """A form feed (a page break in old sources) is no line break: edits stay in place."""
+    source = "from quixote.ptl import ptl_html\n\x0c\n@ptl_html\ndef f(x):\n    F'<b>{x}</b>'\n"
+    result = convert_source(source, "p.ptl")
+    assert result.warnings == []
+    assert result.source == "\x0c\ndef f [html] (x):\n    f'<b>{x}</b>'\n"

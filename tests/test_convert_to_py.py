@@ -283,7 +283,46 @@ def shout(f):
 @shout
 def decorated [plain] (x):
     x
-'''
+
+
+def decorated_first [html] (x):
+    @shout
+    def inner [plain] (y):
+        y
+    inner(x)
+
+
+def helper_uses_out [html] (x):
+    def helper():
+        return out  # a global of that name: the list must not shadow it
+    helper()
+    x
+
+
+out = "<global out>"
+
+
+def only_docstring [html] ():
+    "<doc>"
+
+
+\x0c
+def odd_lines [html] (x):  # a form feed above, line separators in literals
+    "<a>\u2028</a>"; f"<{x}>\u2028"
+    x
+
+
+def multi_line [html] (
+    x,
+    y="<d>",
+):
+    (
+        "<a>"
+        f"{x}"
+    )
+    y
+    if x:
+        "<last>"'''
 
 
 @needs_314
@@ -305,6 +344,11 @@ def test_hostile_names_and_unusual_templates(tmp_path: Path) -> None:
     assert py.tstrings("<x>") == "<<x>>"
     same(py.tstrings_html("<x>"), ptl.tstrings_html("<x>"))
     same(py.decorated("<x>"), ptl.decorated("<x>"))
+    for name in ("decorated_first", "helper_uses_out", "multi_line", "odd_lines"):
+        same(getattr(py, name)("<x>"), getattr(ptl, name)("<x>"))
+    assert str(py.helper_uses_out("x")) == "&lt;global out&gt;x"
+    same(py.only_docstring(), ptl.only_docstring())
+    same(py.multi_line(""), ptl.multi_line(""))
     # The marker is innermost, on the function itself, as the compiler puts its own.
     assert py.decorated.__wrapped__.__ptl_template__ == "plain"
     assert not hasattr(py.decorated, "__ptl_template__")
@@ -317,6 +361,27 @@ def test_async_template(tmp_path: Path) -> None:
     source = "async def page [html] (x):\n    '<p>'\n    x\n"
     ptl, py = both(source, tmp_path)
     same(asyncio.run(py.page("<x>")), asyncio.run(ptl.page("<x>")))
+
+
+@needs_312
+def test_quixote_templates_are_reported_not_left_as_functions(tmp_path: Path) -> None:
+    """A decorator-style module compiles as PTL, but its templates would silently be none."""
+    from ptl_wsgi.to_py import to_python
+
+    source = (
+        "from quixote.ptl import ptl_html\n\n"
+        "class C:\n    @ptl_html\n    def f(self):\n        F'<b>'\n"
+    )
+    result = to_python(source, "q.ptl")
+    assert [(p.line, p.col) for p in result.problems] == [(4, 5)]
+    assert "run 'ptl-wsgi convert --write' on the file first" in result.problems[0].message
+    path = tmp_path / "q.ptl"
+    path.write_text(source)
+    out = tmp_path / "q.py"
+    done = run("convert", "--to-py", path, "-o", out)
+    assert done.returncode == 1 and not out.exists()
+    assert done.stderr.startswith(f"{path}:4:5: error: cannot convert: @ptl_html is a Quixote 3")
+    assert done.stderr.endswith(f"{path}: not converted\n")
 
 
 @needs_312

@@ -70,6 +70,7 @@ EXAMPLES = [
     ("js_value", True, " true "),
     ("js_value", {"a": [1, "<"]}, ' {"a":[1,"\\u003c"]} '),
     ("js_value", "\u2028&", ' "\\u2028\\u0026" '),
+    ("js_value", "/a/", ' "\\u002fa\\u002f" '),
     ("js_value_q", '"', " &quot;\\&quot;&quot; "),
     ("css", "red", "red"),
     ("css", "#fff", "#fff"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ptl_wsgi.safety as safety
 from ptl_wsgi.htmlcontext import (
@@ -15,6 +17,7 @@ from ptl_wsgi.htmlcontext import (
     describe,
     escaper_for,
     join,
+    plan,
     settle,
 )
 
@@ -143,6 +146,18 @@ CASES = [
     ('<a href="/x" ', "attr_name"),
     ("</p ", "attr_name"),
     ("<input disabled ", "attr_name"),
+    # SVG and MathML: no raw text in them; scripts and styles still followed
+    ("<svg><title>", None),
+    ('<svg><title><a href="', "url_q"),
+    ('<svg><noscript><a href="', "url_q"),
+    ('<svg><script>var s = "', "js_string"),
+    ("<svg><script>var s = &quot;", "js_string"),
+    ("<svg><style>p { color: ", "css"),
+    ("<svg></svg><title>", None),
+    ('<svg></svg><title><a href="', None),
+    ('<svg/><title><a href="', None),
+    ('<svg><p><title><a href="', None),  # <p> ends the SVG content
+    ('<math><mi><a href="', "url_q"),
     # right after a tag's name: attributes ("<button%s>" % attrs(...))
     ("<button", "tag_attrs"),
     ("<scr", "tag_attrs"),
@@ -210,6 +225,7 @@ def test_contexts_are_hashable_values() -> None:
 
 def test_the_end_of_an_element_or_attribute_returns_to_text() -> None:
     for text in ['<a href="x">', "<script>var s = '</script>", "<style>p{}</style>",
+                 "<svg><title>x</title><a href='/'>y</a></svg>", "<svg/>", "<math></math>",
                  "<title>x</title>", "<textarea></textarea>", "<!-- x -->", "<!DOCTYPE html>",
                  '<a onclick="f(\'x\')">', "<p style='a:b'>", "<input value=x>", "<br/>",
                  "<script>`${a}`</script>", "<a href=\"x\"\n  class=y>"]:  # fmt: skip
@@ -246,6 +262,18 @@ def test_join() -> None:
     assert str(info.value) == "text and a URL (start) in a single-quoted URL attribute value"
 
 
+def test_plan_names_the_escapers_of_a_t_strings_parts() -> None:
+    assert plan(('<a href="', '">', "</a><script>var s = '", "';</script>")) == (
+        "url_q",
+        None,
+        "js_string",
+    )
+    assert plan(("<p>",)) == ()
+    assert plan(("<p>", "</p>")) is plan(("<p>", "</p>"))  # cached
+    with pytest.raises(ContextError, match="ends in an HTML comment"):
+        plan(("<!-- ", ""))
+
+
 def test_descriptions() -> None:
     assert describe(TEXT) == "text"
     assert describe(advance(TEXT, "<title>")) == "<title> text"
@@ -268,3 +296,41 @@ def test_attribute_kinds(name: str, kind: str) -> None:
 def test_every_url_attribute_of_the_safety_policy_is_a_url_here() -> None:
     for name in safety.URL_ATTRIBUTES:
         assert attribute_kind(name) in ("url", "srcset"), name
+
+
+# -- properties ---------------------------------------------------------------------------
+
+markupish = st.text(alphabet="<>/!-=\"' \n`${}()*\\&;:?#abcdehilnoprstuvxyAS", max_size=60)
+
+
+@given(markupish, st.integers(min_value=0, max_value=60))
+def test_any_text_split_anywhere_gives_one_context_or_one_error(text: str, cut: int) -> None:
+    def outcome(parts: list[str]) -> object:
+        ctx = TEXT
+        try:
+            for part in parts:
+                ctx = advance(ctx, part)
+            ctx = settle(ctx)
+        except ContextError:
+            return "error"
+        try:
+            return (ctx, escaper_for(ctx))
+        except ContextError:
+            return (ctx, "no value")
+
+    cut = min(cut, len(text))
+    assert outcome([text[:cut], text[cut:]]) == outcome([text])
+
+
+@given(markupish)
+def test_every_context_has_a_description_and_a_value_rule(text: str) -> None:
+    try:
+        ctx = advance(TEXT, text)
+    except ContextError:
+        return
+    assert describe(ctx)
+    try:
+        escaper_for(ctx)
+    except ContextError:
+        return
+    after_value(ctx)

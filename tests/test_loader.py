@@ -575,6 +575,26 @@ def test_loaders_are_independent(site: tuple[Path, Path], make_loader: MakeLoade
     assert loader_module.DEFAULT_FUNCTION == "render"
 
 
+@pytest.mark.parametrize("first", ["partials.ptl:card", "partials/box.ptl"])
+def test_a_file_and_a_directory_of_the_same_name_both_load(
+    first: str, tmp_path: Path, make_loader: MakeLoader
+) -> None:
+    # partials.ptl beside partials/: one module name for both; neither may hide the other.
+    write(tmp_path / "partials.ptl", "def card [html] (x):\n    '<b>%s</b>' % x\n")
+    write(
+        tmp_path / "partials" / "box.ptl",
+        "from .. import partials\ndef render [html] (x):\n    '<div>%s</div>' % partials.card(x)\n",
+    )
+    loader = make_loader(tmp_path)
+    expected = {
+        "partials.ptl:card": "<b>&lt;x&gt;</b>",
+        "partials/box.ptl": "<div><b>&lt;x&gt;</b></div>",
+    }
+    second = next(name for name in expected if name != first)
+    for name in (first, second, first):
+        assert loader.render(name, {"x": "<x>"}) == expected[name], name
+
+
 # -- templates from strings ----------------------------------------------------------------
 
 

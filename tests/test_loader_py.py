@@ -340,3 +340,62 @@ def test_django_engine_claims_py_names() -> None:
     template = get_template("testapp/converted.py")
     assert type(template).__module__ == "ptl_wsgi.contrib.django"
     assert template.render({"title": "<x>", "items": []}) == "<h1>&lt;x&gt;</h1><ul></ul>"
+
+
+def test_django_autoreload_resets_the_engine_for_a_py_template() -> None:
+    """A .py template edited under runserver reloads with the engine, not by a restart."""
+    from django.template import engines
+    from django.utils.autoreload import autoreload_started, file_changed
+
+    engines.all()  # runserver's system checks build the engines (importing ours) first
+
+    class Reloader:
+        watched: list[tuple[str, str]] = []
+
+        def watch_dir(self, path: Path, glob: str) -> None:
+            self.watched.append((str(path), glob))
+
+    autoreload_started.send(sender=Reloader())
+    app_templates = Path(__file__).parent / "django_project" / "testapp" / "templates"
+    assert (str(app_templates), "**/*.py") in Reloader.watched
+    engine = engines["ptl"]
+    module = engine.get_template("testapp/converted.py").template.module
+    converted = app_templates / "testapp" / "converted.py"
+    results = file_changed.send(sender=None, file_path=converted)
+    assert any(result for _receiver, result in results)
+    # The engine's loader forgot its modules (Loader.reload): the file is read again.
+    assert engine.get_template("testapp/converted.py").template.module is not module
+    # A .py file outside the template folders is Django's to restart for.
+    outside = Path(__file__)
+    assert not any(r for _, r in file_changed.send(sender=None, file_path=outside))
+
+
+# -- the development server and `ptl-wsgi render` ------------------------------------------
+
+
+def test_dev_server_and_render_command_serve_py_templates(
+    site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from werkzeug.test import Client
+
+    from ptl_wsgi.cli import main
+    from ptl_wsgi.devserver import template_app
+
+    app = template_app(str(site))
+    try:
+        client = Client(app)
+        assert client.get("/page.py:sidebar").text == "<aside>side</aside>"
+        assert client.get("/page.py?title=<x>").text == (
+            "<title>&lt;x&gt;</title><aside>side</aside>"
+        )
+        response = client.get("/page.py:ordinary")
+        assert response.status_code == 404 and "not marked as a template" in response.text
+        index = client.get("/").text
+        assert '<a href="/page.py">page.py</a>' in index
+        assert '<a href="/layout">layout.ptl</a>' in index
+    finally:
+        app.loader.close()
+    assert main(["render", str(site / "page.py:sidebar")]) == 0
+    assert capsys.readouterr().out == "<aside>side</aside>\n"
+    assert main(["render", str(site / "page.py:stream")]) == 1
+    assert "'stream' in page.py is not marked as a template" in capsys.readouterr().err

@@ -41,3 +41,21 @@ def test_license_and_changelog_ship() -> None:
     assert 'license-files = ["LICENSE"]' in PYPROJECT.read_text(encoding="utf-8")
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert changelog.index("## Unreleased") < changelog.index("## 0.1.0")
+
+
+def test_test_modules_never_import_each_other() -> None:
+    # One module imported under two names runs its module code twice (and its fixtures
+    # clash); shared helpers live in conftest.py and helper modules not named test_*.
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert found == []

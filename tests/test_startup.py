@@ -256,3 +256,35 @@ def test_a_cached_render_without_site_imports_only_cheap_modules(
     unexpected = set(second["new"]) - CORE_ROOMS - CHEAP_STDLIB - templates - {twin} - builtin
     assert unexpected == set()
     assert CORE_ROOMS | {twin} <= set(second["new"])
+
+
+PY_TEMPLATE = """\
+from ptl_wsgi.html import html_join, htmltext
+from ptl_wsgi.templates import template
+
+
+@template("html")
+def render(title, items):
+    out = []
+    out.append(htmltext("<title>%s</title>") % title)
+    out.extend([htmltext("<li>%s</li>") % item for item in items])
+    return html_join(out)
+"""
+
+PY_CHILD = """\
+import json, sys
+from ptl_wsgi.loader import Loader
+
+html = Loader([sys.argv[1]]).render("page.py", {"title": "<T>", "items": ["a&b"]})
+heavy = [name for name in json.loads(sys.argv[2]) if name in sys.modules]
+print(json.dumps({"html": str(html), "heavy": heavy}))
+"""
+
+
+def test_py_templates_render_without_the_compiler(tmp_path: Path) -> None:
+    """A plain .py template module needs no PTL compiler, not even before it is cached."""
+    (tmp_path / "page.py").write_text(PY_TEMPLATE)
+    for _ in range(2):  # compiled (by Python), then from the cache
+        result = json.loads(run_child(PY_CHILD, str(tmp_path), json.dumps(HEAVY), cwd=tmp_path))
+        assert result == {"html": EXPECTED_HTML, "heavy": []}
+    assert len(list(tmp_path.glob("__pycache__/page.py.*-ptl_wsgi-*.pyc"))) == 1

@@ -453,6 +453,29 @@ def test_html_join_takes_templates_as_markup(impl) -> None:
 
 
 @needs_tstrings
+def test_html_join_is_not_fooled_by_a_templates_repr(impl) -> None:
+    # The text of a Template's repr, and a Template inside another value, are text.
+    text = "Template(strings=('<b>',), interpolations=())"
+    assert_html(impl.html_join([text]), impl, text.replace("'", "&#x27;").replace("<", "&lt;")
+                .replace(">", "&gt;"))  # fmt: skip
+    inner = [Template("<b>")]
+    assert_html(impl.html_join([inner, Template("<i>")]), impl,
+                "[Template(strings=(&#x27;&lt;b&gt;&#x27;,), interpolations=())]<i>")  # fmt: skip
+
+
+class LyingList(list):
+    def __iter__(self):
+        return iter(["<lie>"])
+
+
+@needs_tstrings
+def test_html_join_of_a_list_subclass(impl) -> None:
+    parts = LyingList([Template("<b>"), "<x>"])
+    # Whatever a twin reads of it, a Template's literal text is kept and str is escaped.
+    assert str(impl.html_join(parts)) in ("<b>&lt;x&gt;", "&lt;lie&gt;")
+
+
+@needs_tstrings
 def test_templateio_takes_templates_as_markup(impl) -> None:
     io = impl.TemplateIO(html=True)
     io += Template("<p>", field(ATTACK), "</p>")

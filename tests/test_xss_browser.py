@@ -179,6 +179,7 @@ MUST_FLAG = {
     "onclick": ["'+alert(1)+'"],
     "comment": ["--><script>alert(1)</script>"],
     "srcdoc": ["<script>parent.alert(1)</script>"],
+    "svg_title_href": ["javascript:alert(1)"],
 }
 
 
@@ -236,6 +237,7 @@ CONTEXTUAL_READ_BACK = {
     "comment": f"{CTX}.map(e => e.childNodes.length === 1 && e.firstChild.nodeType === 8"
     " ? e.firstChild.data : null)",
     "srcdoc": f"{CTX}.map(e => e.getAttribute('srcdoc'))",
+    "svg_title_href": "[...document.querySelectorAll('.ctx a')].map(e => e.getAttribute('href'))",
 }
 CONTEXTUAL_TAGS = {
     "href": ["a"],
@@ -251,6 +253,7 @@ CONTEXTUAL_TAGS = {
     "style_element": ["style"],
     "comment": ["div"],
     "srcdoc": ["iframe"],
+    "svg_title_href": ["svg", "title", "a"],
 }
 
 
@@ -263,7 +266,7 @@ def decoded(escaper: str, vector: str) -> str:
 
 def arrives_as(context: str, vector: str) -> Any:
     """What the page must read back for *vector*: the value itself where the context carries it."""
-    if context in ("href", "src"):
+    if context in ("href", "src", "svg_title_href"):
         return decoded("url_q", vector)  # the scheme checked, the rest percent-encoded
     if context == "srcset":
         return decoded("srcset_q", vector)
@@ -278,7 +281,9 @@ def arrives_as(context: str, vector: str) -> Any:
     return vector  # unquoted attribute, JS strings and expressions, the handler's string
 
 
-@pytest.mark.parametrize("context", ["js_expression", "onclick", "href", "unquoted"])
+@pytest.mark.parametrize(
+    "context", ["js_expression", "onclick", "href", "unquoted", "svg_title_href"]
+)
 def test_html_escaping_alone_fails_where_contextual_escaping_is_needed(
     browser: XSSBrowser, site: str, context: str
 ) -> None:

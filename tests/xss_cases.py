@@ -69,6 +69,7 @@ CONTEXTUAL: dict[str, tuple[str, str]] = {
     "style_element": ('<style class="ctx">#none { color: ', " }</style>"),
     "comment": ('<div class="ctx"><!-- ', " --></div>"),
     "srcdoc": ('<iframe class="ctx" srcdoc="<p>', '</p>"></iframe>'),
+    "svg_title_href": ('<svg class="ctx"><title><a href="', '">x</a></title></svg>'),
 }
 
 

@@ -46,7 +46,7 @@ from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output import chunks, is_html_type, markup, text
-from ptl_wsgi.tracebacks import template_frame
+from ptl_wsgi.tracebacks import entry_point, template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
 
@@ -154,6 +154,7 @@ class Template:
         self.name = None if source is not None else template.name
         self.origin = Origin(template.filename, self.name, backend)
 
+    @entry_point
     def render(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
     ) -> htmltext:
@@ -165,6 +166,7 @@ class Template:
         """
         return self._render(context, request, _markup)
 
+    @entry_point
     def render_text(
         self, context: Mapping[str, Any] | None = None, request: HttpRequest | None = None
     ) -> str:
@@ -225,6 +227,7 @@ class Template:
             raise
 
 
+@entry_point
 def render_text(
     template_name: str | Sequence[str],
     context: Mapping[str, Any] | None = None,

@@ -62,6 +62,7 @@ from ptl_wsgi.csp import (
     in_nonce_scope,
 )
 from ptl_wsgi.html import htmltext
+from ptl_wsgi.tracebacks import entry_point
 
 __all__ = [
     "PTL",
@@ -276,6 +277,7 @@ class PTLTemplate(jinja2.Template):
         values = {k: v for k, v in values.items() if DEFAULT_NAMESPACE.get(k) is not v}
         return self._template().render(values)
 
+    @entry_point
     def render(self, *args: Any, **kwargs: Any) -> Any:
         """The output as one ``htmltext`` (as raw ``str`` for :func:`render_text`)."""
         result = self._call(dict(*args, **kwargs))
@@ -549,6 +551,7 @@ def _explain(app: Flask, name: str) -> None:
 # -- rendering: Flask's own functions, and PTL source ----------------------------------------
 
 
+@entry_point
 def render_template(
     template_name_or_list: str | jinja2.Template | Sequence[str | jinja2.Template],
     /,
@@ -593,6 +596,7 @@ def _from_string(app: Flask, source: str) -> PTLTemplate:
     return PTLTemplate._create(env, None, _STRING_NAME, env.make_globals(None), (template, module))
 
 
+@entry_point
 def render_template_string(source: str, /, **context: Any) -> Any:
     """Render PTL *source* (its ``render`` template) as :func:`render_template` renders a
     file: context processors, globals, signals, escaping.  (Flask's own
@@ -607,6 +611,7 @@ def stream_template_string(source: str, /, **context: Any) -> Iterator[Any]:
     return flask.stream_template(_from_string(app, source), **context)
 
 
+@entry_point
 def render_text(
     name: str | Sequence[str],
     /,
