@@ -1284,7 +1284,7 @@ class _Transformer(_ScopeWalker):
                 parts.append(None)
         parts.append("")
         escapers = self.fragment(node, parts, [node] * parts.count(None))
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node
         # Plain fields: each argument used where one escaper fits is wrapped in it.
@@ -1296,8 +1296,8 @@ class _Transformer(_ScopeWalker):
         used: dict[int, set[str | None]] = {}
         if fields is not None:
             holes = [f for f in fields if not isinstance(f, str)]
-            for field, escaper in zip(holes, escapers, strict=True):
-                index = field if isinstance(field, int) else len(node.args) + names.index(field[0])
+            for hole, escaper in zip(holes, escapers, strict=True):
+                index = hole if isinstance(hole, int) else len(node.args) + names.index(hole[0])
                 used.setdefault(index, set()).add(escaper)
         if fields is None or any(len(e) > 1 for e in used.values()):
             raise self.error(
