@@ -22,6 +22,7 @@ import textwrap
 import types
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from browser import XSSBrowser, unavailable
@@ -92,14 +93,22 @@ UNTRACKED_MARKUP = {
         "def f [html] (u):\n    ['<a href=\"' for _ in range(1)]\n    u\n    '\">x</a>'\n",
         (JS_URL,),
     ),
+    "TemplateIO (the Quixote idiom)": (
+        "from ptl_wsgi.html import TemplateIO\n"
+        "def f [html] (u):\n    r = TemplateIO(html=True)\n    r += '<a href=\"'\n"
+        "    r += u\n    r += '\">x</a>'\n    r.getvalue()\n",
+        (JS_URL,),
+    ),
     "walrus": ("def f [html] (u):\n    (s := '<a href=\"')\n    u\n    '\">x</a>'\n", (JS_URL,)),
 }
 
 
 @hole(
-    "markup built outside output pieces (assigned fragments, +, +=, join, format_map, "
-    "a literal in a conditional expression or walrus) escapes values as text and is "
-    "trusted in the href (compiler.py: track/fragment; escapers trust every htmltext)"
+    "markup built outside output pieces (assigned or nested fragments, +, +=, join, "
+    "replace, format_map, TemplateIO, literals in a conditional expression, comprehension "
+    "or walrus) "
+    "escapes values as text and is trusted in the href (compiler.py: track/fragment; "
+    "escapers trust every htmltext)"
 )
 @pytest.mark.parametrize("name", sorted(UNTRACKED_MARKUP))
 def test_untracked_markup_cannot_carry_a_script_url(name: str) -> None:
@@ -363,6 +372,78 @@ def test_framework_event_attributes_are_javascript(name: str) -> None:
     source = f"def f [html] (v):\n    f'<button {name}=\"go(\\'{{v}}\\')\">x</button>'\n"
     out = render(source, "');alert(1);('")
     assert "&#x27;);alert(1)" not in out and "%27%29;alert" not in out
+
+
+CHARACTER_REFERENCE = {
+    "JS string in a handler": (
+        "def f [html] (v, n):\n    f'<a onclick=\\'console.log(\"/s?page=2&{v}\", {n})\\'>x</a>'\n",
+        ("#92;", "-alert(1))//"),
+        "&#92;",
+    ),
+    "start of an href": (
+        "def f [html] (v):\n    f'<a href=\"&{v}\">x</a>'\n",
+        ("#106;avascript:alert(1)",),
+        "&#106;",
+    ),
+}
+
+
+@hole(
+    "a literal '&' right before a value in an attribute: the value completes a character "
+    "reference after its escaper ran ('&' + '#92;' is a backslash in a JS string, '#106;' a "
+    "'j' before 'avascript:'); the browser decodes it (htmlcontext: a pending '&...' in an "
+    "attribute must be a compile error, or the escaper must break the reference)"
+)
+@pytest.mark.parametrize("name", sorted(CHARACTER_REFERENCE))
+def test_a_value_cannot_complete_a_character_reference(name: str) -> None:
+    source, args, reference = CHARACTER_REFERENCE[name]
+    try:
+        out = render(source, *args)
+    except SyntaxError:
+        return
+    assert reference not in out
+
+
+SCRIPTING_URL_BODIES = {
+    "javascript: string": (
+        "def f [html] (v):\n    f'<a href=\"javascript:show(\\'{v}\\')\">x</a>'\n",
+        "');alert(1);//",
+    ),
+    "javascript: expression": (
+        "def f [html] (v):\n    f'<a href=\"javascript:void({v})\">x</a>'\n",
+        "alert(1)",
+    ),
+    "data:text/html": (
+        "def f [html] (v):\n    f'<iframe src=\"data:text/html,<p>{v}</p>\"></iframe>'\n",
+        "<script>alert(1)</script>",
+    ),
+}
+
+
+@hole(
+    "a value after a literal 'javascript:' (or 'data:text/html,') is percent-encoded as a URL "
+    "path, and the browser percent-decodes it into the script (or document): it runs "
+    "(confirmed in Chromium; htmlcontext._url_part: the body of a javascript: URL is "
+    "JavaScript, escape it so and percent-encode that, or refuse values there)"
+)
+@pytest.mark.parametrize("name", sorted(SCRIPTING_URL_BODIES))
+def test_a_value_in_a_script_url_body_stays_data(name: str) -> None:
+    source, value = SCRIPTING_URL_BODIES[name]
+    try:
+        out = render(source, value)
+    except SyntaxError:
+        return
+    assert value not in unquote(out)
+
+
+@hole(
+    "numeric % conversions are followed as the digit '1', but '%x' of 10 is 'a': '<%x' "
+    "opens an <a> whose href the compiler takes for text (compiler.fragment: follow "
+    "hex/exponent letters, or allow only %d/%i/%u where a name may go)"
+)
+def test_a_hex_number_cannot_open_a_tag() -> None:
+    out = render("def f [html] (n, u):\n    '<%x href=\"%s\">x</a>' % (n, u)\n", 10, JS_URL)
+    assert "javascript:" not in out
 
 
 class _Interpolation:
@@ -658,6 +739,7 @@ EXECUTING = {
         "def f [html] (t, n):\n    '<script>var t = \"%.5s\", n = %s;</script>' % (t, n)\n",
         ('abcd"', "-alert(1)//"),
     ),
+    "character reference": CHARACTER_REFERENCE["JS string in a handler"][:2],
     "control character": ("def f [html] (u):\n    f'<a href=\"\\x01{u}\">x</a>'\n", (JS_URL,)),
 }
 
