@@ -85,9 +85,9 @@ def _is_template(value: Any) -> bool:
     if type(value).__name__ != "Template":
         return False
     if not _template_types:
-        try:
+        if sys.version_info >= (3, 14):
             from string.templatelib import Template
-        except ImportError:  # before Python 3.14
+        else:
             Template = None
         _template_types.append(Template)
     return type(value) is _template_types[0]

@@ -497,8 +497,9 @@ def _convert_to_py(args: argparse.Namespace) -> int:
     if sys.version_info < (3, 12):
         print("ptl-wsgi convert --to-py: needs Python 3.12 or later", file=sys.stderr)
         return 2
-    # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773)
-    from ptl_wsgi.to_py import to_python  # type: ignore[unreachable]
+    # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773;
+    # unused when it checks as 3.12+)
+    from ptl_wsgi.to_py import to_python  # type: ignore[unreachable, unused-ignore]
 
     status = 0
     for path in args.files:

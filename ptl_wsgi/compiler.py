@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import decode_source
 from types import CodeType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
@@ -129,7 +129,7 @@ class _Text:
     """Trusted literal text of an output statement."""
 
     text: str
-    node: ast.AST
+    node: ast.expr
 
 
 @dataclass
@@ -137,7 +137,7 @@ class _Value:
     """A value of an output statement, already transformed, and how it is formatted."""
 
     value: ast.expr
-    node: ast.AST
+    node: ast.expr
     rule: int
     conversion: int = -1
     spec: ast.expr | None = None
@@ -146,6 +146,19 @@ class _Value:
 
 
 _Piece = _Text | _Value
+
+
+def _text_of(part: ast.expr) -> str | None:
+    """The literal text of an f-string's part, None for a field."""
+    if isinstance(part, ast.Constant) and isinstance(part.value, str):
+        return part.value
+    return None
+
+
+def _all_text(parts: list[ast.expr]) -> str | None:
+    """The text of an f-string's *parts* if they are all literal text, else None."""
+    texts = [_text_of(part) for part in parts]
+    return None if None in texts else "".join(t for t in texts if t is not None)
 
 
 _TemplateStr: type[ast.expr] | None = getattr(ast, "TemplateStr", None)  # Python 3.14+
@@ -207,7 +220,7 @@ def _merged_text(pieces: list[_Piece]) -> list[_Piece]:
     return merged
 
 
-def _fill(parts: list[str | None], ref: ast.AST, values: list[_Value]) -> list[_Piece]:
+def _fill(parts: list[str | None], ref: ast.expr, values: list[_Value]) -> list[_Piece]:
     filled = iter(values)
     return [_Text(part, ref) if part is not None else next(filled) for part in parts]
 
@@ -254,7 +267,8 @@ def _byte_col(line: str, col: int) -> int:
     return len(line[:col].encode("utf-8"))
 
 
-def _char_col(line: str, byte_col: int) -> int:
+def _char_col(line: str, byte_col: int | None) -> int:
+    # (byte_col None: the end of the line, as a node without an end position has.)
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
@@ -312,7 +326,23 @@ def _match_header(head: list[tokenize.TokenInfo], lines: list[str], templates: T
         templates[(row, _byte_col(lines[row - 1], col))] = kind
 
 
-def _located(node: ast.AST, ref: ast.AST) -> ast.AST:
+_N = TypeVar("_N", bound=ast.AST)
+
+
+class _Spot(Protocol):
+    """A node with a place in the source: stmt, expr, arg, keyword... (not every AST)."""
+
+    @property
+    def lineno(self) -> int: ...
+    @property
+    def col_offset(self) -> int: ...
+    @property
+    def end_lineno(self) -> int | None: ...
+    @property
+    def end_col_offset(self) -> int | None: ...
+
+
+def _located(node: _N, ref: ast.AST) -> _N:
     """Give the generated nodes in *node* (those without a location) *ref*'s location."""
     for child in ast.walk(node):
         if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
@@ -450,7 +480,7 @@ class _Transformer(_ScopeWalker):
         # that swallows the error) could see the output list between two statements.
         self.guarded = False
 
-    def error(self, message: str, node: ast.AST) -> SyntaxError:
+    def error(self, message: str, node: _Spot) -> SyntaxError:
         return _syntax_error(message, self.filename, self.lines, node)
 
     @contextmanager
@@ -483,7 +513,7 @@ class _Transformer(_ScopeWalker):
             self.template = outer
         self.wrap_template(node, kind)
 
-    def header(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+    def header(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Pass:
         """A node spanning a template's header line, to locate errors about the whole template."""
         header = ast.Pass()
         header.lineno = header.end_lineno = node.lineno
@@ -520,7 +550,8 @@ class _Transformer(_ScopeWalker):
                 joined.append(run[0])
             elif run:
                 # Emitted again from the pieces of all, so that text meeting text is one literal.
-                pieces = [piece for statement in run for piece in statement._ptl_pieces]
+                # (ignore: visit_Expr sets _ptl_pieces on the output statements it makes.)
+                pieces = [p for s in run for p in s._ptl_pieces]  # type: ignore[attr-defined]
                 joined.append(self.output(pieces, run[0], run[-1]))
             run.clear()
 
@@ -604,7 +635,7 @@ class _Transformer(_ScopeWalker):
                 ctx = after_value(ctx)
         self.ctx = ctx
 
-    def advanced(self, ctx: Context, text: str, node: ast.AST) -> Context:
+    def advanced(self, ctx: Context, text: str, node: _Spot) -> Context:
         try:
             return advance(ctx, text)
         except ContextError as exc:
@@ -612,7 +643,7 @@ class _Transformer(_ScopeWalker):
                 f"cannot follow this markup: {exc}; write it so it is not ambiguous", node
             ) from None
 
-    def escaper_at(self, ctx: Context | None, node: ast.AST) -> str | None:
+    def escaper_at(self, ctx: Context | None, node: _Spot) -> str | None:
         """The escaper of a value at *node* in *ctx*; a located error where no value may go."""
         ctx = TEXT if ctx is None else ctx
         try:
@@ -663,7 +694,7 @@ class _Transformer(_ScopeWalker):
         self,
         node: ast.expr,
         parts: list[str | None],
-        refs: list[ast.AST],
+        refs: Sequence[ast.expr],
         numeric: list[bool] | None = None,
     ) -> list[str | None]:
         """The escapers of the holes (None) in literal *parts* of expression *node*.
@@ -697,7 +728,7 @@ class _Transformer(_ScopeWalker):
         return escapers
 
     def merge(
-        self, node: ast.AST, keyword: str, ends: list[tuple[str, Context | None]]
+        self, node: ast.stmt, keyword: str, ends: list[tuple[str, Context | None]]
     ) -> Context | None:
         """The context where the paths *ends* of statement *node* meet, or a located error."""
         result: Context | None = None
@@ -718,7 +749,7 @@ class _Transformer(_ScopeWalker):
             result = joined
         return result
 
-    def check_end(self, ctx: Context | None, node: ast.AST, template: ast.AST) -> None:
+    def check_end(self, ctx: Context | None, node: ast.stmt, template: ast.AST) -> None:
         """A template's output must end in text (where it starts) wherever it ends."""
         # A lone "<" at the end is text to a browser (and a template's output is assumed
         # balanced by its callers).
@@ -738,7 +769,7 @@ class _Transformer(_ScopeWalker):
         )
 
     def check_loop_end(
-        self, node: ast.AST, keyword: str, start: Context | None, end: Context | None
+        self, node: ast.stmt, keyword: str, start: Context | None, end: Context | None
     ) -> None:
         if not self.tracking or start is None or end is None or settle(start) == settle(end):
             return
@@ -803,7 +834,7 @@ class _Transformer(_ScopeWalker):
     visit_Continue = visit_Break
 
     def visit_Raise(self, node: ast.Raise) -> ast.AST:
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if self.tracking:
             self.ctx = None  # the output is not used
         return node
@@ -865,15 +896,16 @@ class _Transformer(_ScopeWalker):
     def fstring_pieces(self, node: ast.JoinedStr) -> list[_Piece]:
         pieces: list[_Piece] = []
         for part in node.values:
-            if isinstance(part, ast.Constant):
-                pieces.append(_Text(part.value, part))
+            text = _text_of(part)
+            if text is not None:
+                pieces.append(_Text(text, part))
             elif isinstance(part, ast.FormattedValue):
                 spec = None if _empty_spec(part) else self.spec(part)
                 pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
         return pieces
 
     def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
-        assert isinstance(node.left, ast.Constant)
+        assert isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
         parts = _percent_parts(node.left.value)
         if parts is None:
             return None
@@ -896,6 +928,7 @@ class _Transformer(_ScopeWalker):
 
     def format_pieces(self, node: ast.Call) -> list[_Piece] | None:
         assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant)
+        assert isinstance(node.func.value.value, str)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
@@ -1049,7 +1082,7 @@ class _Transformer(_ScopeWalker):
             for handler in node.handlers:
                 # A handler is taken to start where the try did (an error before its output).
                 self.ctx = start
-                handlers.extend(_as_list(self.visit(handler)))
+                handlers.extend(self.visit_list([handler]))
                 ends.append((f"the 'except' at line {handler.lineno}", self.ctx))
             node.handlers = handlers
             self.ctx = body_end
@@ -1075,6 +1108,7 @@ class _Transformer(_ScopeWalker):
         return _name(self.hoist(node), node)
 
     def hoist(self, node: ast.Constant) -> str:
+        assert type(node.value) is str  # (only str literals are hoisted)
         assign = self.literals.get(node.value)
         if assign is None:
             name = f"_ptl_lit_{len(self.literals)}"
@@ -1082,7 +1116,7 @@ class _Transformer(_ScopeWalker):
             call = ast.Call(ast.Name("_ptl_htmltext", ast.Load()), [ast.Constant(node.value)], [])
             assign = ast.Assign([ast.Name(name, ast.Store())], call)
             self.literals[node.value] = assign
-        return assign.targets[0].id
+        return _target_name(assign)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
         # In a template a t-string means what the same f-string means: in [html]
@@ -1092,18 +1126,19 @@ class _Transformer(_ScopeWalker):
         fstring = _as_fstring(node)
         if node is self.output_value:
             self.output_value = fstring
-        return self.visit(fstring)
+        visited: ast.AST = self.visit(fstring)
+        return visited
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         if self.kind != "html":
             return self.generic_visit(node)
-        if all(isinstance(part, ast.Constant) for part in node.values):
-            text = "".join(p.value for p in node.values)
+        text = _all_text(node.values)
+        if text is not None:
             if node is self.output_value:
                 self.fragment(node, [text], [])
             return self.visit_Constant(_located(ast.Constant(text), node))
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
-        parts = [part.value if isinstance(part, ast.Constant) else None for part in node.values]
+        parts = [_text_of(part) for part in node.values]
         escapers = iter(self.fragment(node, parts, fields))
         for part in node.values:
             if not isinstance(part, ast.FormattedValue):
@@ -1134,8 +1169,10 @@ class _Transformer(_ScopeWalker):
         spec = part.format_spec
         if spec is None:
             return _located(ast.Constant(""), part)
-        if all(isinstance(p, ast.Constant) for p in spec.values):
-            return _located(ast.Constant("".join(p.value for p in spec.values)), spec)
+        assert isinstance(spec, ast.JoinedStr)  # (a format spec is an f-string)
+        text = _all_text(spec.values)
+        if text is not None:
+            return _located(ast.Constant(text), spec)
         self.visit_spec_fields(spec)
         return spec
 
@@ -1144,7 +1181,7 @@ class _Transformer(_ScopeWalker):
         for field in spec.values:
             if isinstance(field, ast.FormattedValue):
                 field.value = self.visit(field.value)
-                if field.format_spec is not None:
+                if isinstance(field.format_spec, ast.JoinedStr):  # (or None)
                     self.visit_spec_fields(field.format_spec)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -1166,7 +1203,7 @@ class _Transformer(_ScopeWalker):
         conversions = [hole for _, hole in holes if hole is not None]
         numeric = [conversion in _NUMERIC_CONVERSIONS for _, conversion in conversions]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # (in place, as NodeTransformer's does)
         wanted = [
             i
             for i, (escaper, (_, conversion)) in enumerate(zip(escapers, conversions, strict=True))
@@ -1196,14 +1233,16 @@ class _Transformer(_ScopeWalker):
                 escaped = self.percent_escaped(value, conversions[0][1], escapers[0])
                 node.right = _located(ast.Tuple([escaped], ast.Load()), right)
                 return node
-        elif all(k is not None for k in keys) and isinstance(right, ast.Dict):
+        elif (names := [k for k in keys if k is not None]) == keys and isinstance(
+            right, ast.Dict
+        ):
             values = {
                 key.value: index for index, key in enumerate(right.keys)
                 if isinstance(key, ast.Constant) and type(key.value) is str
             }  # fmt: skip
-            if all(keys[i] in values for i in wanted) and None not in right.keys:
+            if all(names[i] in values for i in wanted) and None not in right.keys:
                 for i in wanted:
-                    index = values[keys[i]]
+                    index = values[names[i]]
                     right.values[index] = self.percent_escaped(
                         right.values[index], conversions[i][1], escapers[i]
                     )
@@ -1217,7 +1256,7 @@ class _Transformer(_ScopeWalker):
             _Value(value, value, _PERCENT, conversion=code if code != -1 else -1), escaper
         )
 
-    def fragment_error(self, node: ast.AST) -> SyntaxError:
+    def fragment_error(self, node: _Spot) -> SyntaxError:
         return self.error(
             "cannot tell which value of this '%' format lands where HTML needs more than "
             "HTML escaping; give the values as a tuple of %s fields, or use an f-string",
@@ -1245,7 +1284,7 @@ class _Transformer(_ScopeWalker):
                 parts.append(None)
         parts.append("")
         escapers = self.fragment(node, parts, [node] * parts.count(None))
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node
         # Plain fields: each argument used where one escaper fits is wrapped in it.
@@ -1257,8 +1296,8 @@ class _Transformer(_ScopeWalker):
         used: dict[int, set[str | None]] = {}
         if fields is not None:
             holes = [f for f in fields if not isinstance(f, str)]
-            for field, escaper in zip(holes, escapers, strict=True):
-                index = field if isinstance(field, int) else len(node.args) + names.index(field[0])
+            for hole, escaper in zip(holes, escapers, strict=True):
+                index = hole if isinstance(hole, int) else len(node.args) + names.index(hole[0])
                 used.setdefault(index, set()).add(escaper)
         if fields is None or any(len(e) > 1 for e in used.values()):
             raise self.error(
@@ -1325,7 +1364,7 @@ def _opts_out(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _keyword(node: ast.AST, keyword: str) -> ast.AST:
+def _keyword(node: _Spot, keyword: str) -> ast.Pass:
     """A node spanning the *keyword* that starts statement *node*, to locate an error."""
     spot = ast.Pass()
     spot.lineno = spot.end_lineno = node.lineno
@@ -1434,7 +1473,7 @@ _OTHER_SCOPE = False
 
 def _check(
     tree: ast.Module, templates: Templates, filename: str, lines: list[str]
-) -> tuple[int, ast.AST | None]:
+) -> tuple[int, _Spot | None]:
     """Reject reserved names anywhere and ``yield`` that would run in a template's frame.
 
     A walk over every node (format specs, annotations and defaults included),
@@ -1447,8 +1486,8 @@ def _check(
     stack: list[tuple[ast.AST, bool, int]] = [(tree, _OTHER_SCOPE, 1)]
     while stack:
         node, in_template, depth = stack.pop()
-        if depth > best and hasattr(node, "lineno"):
-            best, deepest = depth, node
+        if depth > best and (spot := _spot(node)) is not None:
+            best, deepest = depth, spot
         for name, ref in _bound_names(node):
             if name.startswith(RESERVED_PREFIX):
                 raise _syntax_error(
@@ -1478,7 +1517,7 @@ def _check(
     return best, deepest
 
 
-def _bound_names(node: ast.AST) -> list[tuple[str, ast.AST]]:
+def _bound_names(node: ast.AST) -> list[tuple[str, _Spot]]:
     """The identifiers *node* itself names (binds or reads), with the node to locate them by.
 
     Attribute names and keyword-argument names are left out: they belong to
@@ -1498,13 +1537,14 @@ def _bound_names(node: ast.AST) -> list[tuple[str, ast.AST]]:
         return [] if node.name is None else [(node.name, node)]
     if isinstance(node, ast.MatchMapping):
         return [] if node.rest is None else [(node.rest, node)]
-    name = getattr(node, "name", None)  # PEP 695 type parameters (3.12+)
-    if type(node).__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple") and name:
-        return [(name, node)]
+    if sys.version_info >= (3, 12) and isinstance(  # PEP 695 type parameters
+        node, (ast.TypeVar, ast.ParamSpec, ast.TypeVarTuple)
+    ):
+        return [(node.name, node)]
     return []
 
 
-def _name_location(name: str, ref: ast.AST, lines: list[str]) -> ast.AST:
+def _name_location(name: str, ref: _Spot, lines: list[str]) -> _Spot:
     """A node spanning *name* where it first appears at or after *ref*'s start."""
     line = lines[ref.lineno - 1]
     start = _char_col(line, ref.col_offset)
@@ -1531,7 +1571,7 @@ def _first_output(statements: list[ast.stmt]) -> ast.Expr | None:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 found = _first_output([child])
-            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
                 found = _first_output(child.body)
             else:
                 continue
@@ -1546,7 +1586,7 @@ def _as_list(result: ast.AST | list[ast.AST] | None) -> list[ast.AST]:
     return result if isinstance(result, list) else [result]
 
 
-def _syntax_error(message: str, filename: str, lines: list[str], node: ast.AST) -> SyntaxError:
+def _syntax_error(message: str, filename: str, lines: list[str], node: _Spot) -> SyntaxError:
     lineno, end_lineno = node.lineno, node.end_lineno or node.lineno
     line = lines[lineno - 1]
     offset = _char_col(line, node.col_offset) + 1
@@ -1556,12 +1596,13 @@ def _syntax_error(message: str, filename: str, lines: list[str], node: ast.AST) 
 
 def _split_lines(source: str | bytes, filename: str) -> list[str]:
     if isinstance(source, bytes):
+        data = source
         try:
-            source = decode_source(source)
+            source = decode_source(data)
         except UnicodeDecodeError as exc:
-            raise _decode_error(exc, source, filename) from None
+            raise _decode_error(exc, data, filename) from None
         except SyntaxError as exc:  # a bad coding cookie or undecodable first lines
-            raise _cookie_error(exc, source, filename) from None
+            raise _cookie_error(exc, data, filename) from None
     # CPython reads source with universal newlines; so do the tokenizer and parser here.
     source = source.replace("\r\n", "\n").replace("\r", "\n")
     return io.StringIO(source).readlines()
@@ -1679,7 +1720,7 @@ def _parse_lines(
     original: list[str],
     filename: str,
     report: list[tuple[int, int, str, str | None]] | None = None,
-) -> tuple[ast.Module, int, ast.AST | None]:
+) -> tuple[ast.Module, int, _Spot | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
         if "\0" in line:
@@ -1723,24 +1764,36 @@ def _parse_lines(
             if isinstance(n, ast.Name)
             and n.id.startswith(("_ptl_lit_", _ESCAPER, "_ptl_ctx_", "_ptl_int", "_ptl_type"))
         }
-        literals = [a for a in transformer.literals.values() if a.targets[0].id in used]
+        literals = [a for a in transformer.literals.values() if _target_name(a) in used]
         _add_prologue(tree, literals, _escaper_imports(transformer, used))
     return tree, depth, deepest
 
 
-def _depth(tree: ast.AST) -> tuple[int, ast.AST | None]:
+def _target_name(assign: ast.Assign) -> str:
+    """The name a hoisted literal is assigned to."""
+    target = assign.targets[0]
+    assert isinstance(target, ast.Name)  # (_Transformer.hoist makes it so)
+    return target.id
+
+
+def _spot(node: ast.AST) -> _Spot | None:
+    """*node* if it has a location (then it has all four attributes), else None."""
+    return cast("_Spot", node) if hasattr(node, "lineno") else None
+
+
+def _depth(tree: ast.AST) -> tuple[int, _Spot | None]:
     """How deep *tree* is, and its deepest node that has a location."""
     best, deepest = 0, None
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > best and hasattr(node, "lineno"):
-            best, deepest = depth, node
+        if depth > best and (spot := _spot(node)) is not None:
+            best, deepest = depth, spot
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return best, deepest
 
 
-def _deepest_after_all(text: str, filename: str) -> ast.AST | None:
+def _deepest_after_all(text: str, filename: str) -> _Spot | None:
     """Where source that CPython found too deep to parse is deepest, if it can tell."""
     try:
         with _recursion_room(len(text)):
@@ -1749,7 +1802,7 @@ def _deepest_after_all(text: str, filename: str) -> ast.AST | None:
         return None
 
 
-def _too_deep(filename: str, original: list[str], deepest: ast.AST | None) -> SyntaxError:
+def _too_deep(filename: str, original: list[str], deepest: _Spot | None) -> SyntaxError:
     message = (
         "too deeply nested to compile (Python gives up here: "
         "maximum recursion depth exceeded during compilation)"
@@ -1763,7 +1816,7 @@ def _too_deep(filename: str, original: list[str], deepest: ast.AST | None) -> Sy
 
 
 @contextmanager
-def _nesting_limit(filename: str, original: list[str], deepest: ast.AST | None) -> Iterator[None]:
+def _nesting_limit(filename: str, original: list[str], deepest: _Spot | None) -> Iterator[None]:
     """Turn a RecursionError left over despite :func:`_recursion_room` into a SyntaxError."""
     try:
         yield
@@ -1798,7 +1851,8 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         except BaseException as exc:  # handed to the calling thread
             outcome.append((False, exc))
 
-    thread: threading.Thread | None = threading.Thread(target=run, name="ptl-compile", daemon=True)
+    thread: threading.Thread | None
+    thread = threading.Thread(target=run, name="ptl-compile", daemon=True)
     with _thread_lock:
         # stack_size() applies to every thread started meanwhile: keep the window short.
         previous = threading.stack_size()
@@ -1818,7 +1872,8 @@ def _on_fresh_stack(func: Callable[..., _T], *args: Any) -> _T:
         thread.join()
     ok, value = outcome[0]
     if ok:
-        return value
+        result: _T = value  # func's
+        return result
     outcome.clear()
     try:
         raise value
@@ -1865,19 +1920,19 @@ def _escaper_imports(transformer: _Transformer, used: set[str]) -> list[ast.stmt
     return [ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0)]
 
 
+def _is_future_import(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
+
+
 def _add_prologue(
-    tree: ast.Module, literals: list[ast.Assign], imports: list[ast.stmt] = ()
+    tree: ast.Module, literals: list[ast.Assign], imports: Sequence[ast.stmt] = ()
 ) -> None:
     """Insert the runtime import and the hoisted literals after docstring and __future__."""
     body = tree.body
     index = 0
     if body and ast.get_docstring(tree, clean=False) is not None:
         index = 1
-    while (
-        index < len(body)
-        and isinstance(body[index], ast.ImportFrom)
-        and body[index].module == "__future__"
-    ):
+    while index < len(body) and _is_future_import(body[index]):
         index += 1
     # The prologue runs at the docstring's (or last __future__ import's) line, else line 1:
     # never at a line of the module's own code, so a line breakpoint there stops there.

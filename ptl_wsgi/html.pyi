@@ -98,25 +98,27 @@ class htmltext(str):
     def split(self, sep: _Text | None = None, maxsplit: SupportsIndex = -1) -> list[Self]: ...  # type: ignore[override]
     def splitlines(self, keepends: bool = False) -> list[Self]: ...  # type: ignore[override]
 
-def htmlescape(value: object) -> htmltext:
+def htmlescape(value: object, /) -> htmltext:
     """*value* as htmltext: escaped, unless it is markup."""
 
 if sys.version_info >= (3, 14):
     from string.templatelib import Template
 
-    def htmlformat(template: Template) -> htmltext:
+    def htmlformat(template: Template, /) -> htmltext:
         """A t-string as htmltext: its literal parts trusted, its interpolations escaped."""
+
+    def H(template: Template, /) -> htmltext:
+        """Short for :func:`htmlformat` (the same function)."""
 
 else:
     # No t-strings before Python 3.14: every call is a TypeError.
-    def htmlformat(template: Never) -> htmltext: ...
+    def htmlformat(template: Never, /) -> htmltext: ...
+    def H(template: Never, /) -> htmltext: ...
 
-H = htmlformat
-
-def stringify(value: object) -> str: ...
-def html_join(parts: Iterable[object]) -> htmltext: ...
-def plain_join(parts: Iterable[object]) -> str: ...
-def format_field(value: object, conversion: int, spec: str) -> str: ...
+def stringify(value: object, /) -> str: ...
+def html_join(parts: Iterable[object], /) -> htmltext: ...
+def plain_join(parts: Iterable[object], /) -> str: ...
+def format_field(value: object, conversion: int, spec: str, /) -> str: ...
 
 # Compiled templates' output calls: the value itself, or its markup.
 _V = TypeVar("_V")

@@ -179,11 +179,15 @@ _BREAKOUT = frozenset(
     "u ul var".split()
 )
 _SPACE = " \t\n\r\f"
-_TAG_NAME = re.compile(r"[^\s/>]*")
-_TAG_START = re.compile(r"</?[A-Za-z][^\s/>]*")
-_ATTR_NAME = re.compile(r"[^\s/>][^\s/>=]*")
-_UNQUOTED_END = re.compile(r"[\s>]")
-_END_TAGS = {name: re.compile(rf"</{name}(?=[\s/>]|\Z)", re.IGNORECASE) for name in _CONTENT}
+# HTML's whitespace is _SPACE only: \v, U+00A0 and the other characters \s also
+# matches are part of a name or an unquoted value, as they are to a browser.
+_TAG_NAME = re.compile(r"[^ \t\n\r\f/>]*")
+_TAG_START = re.compile(r"</?[A-Za-z][^ \t\n\r\f/>]*")
+_ATTR_NAME = re.compile(r"[^ \t\n\r\f/>][^ \t\n\r\f/>=]*")
+_UNQUOTED_END = re.compile(r"[ \t\n\r\f>]")
+_END_TAGS = {
+    name: re.compile(rf"</{name}(?=[ \t\n\r\f/>]|\Z)", re.IGNORECASE) for name in _CONTENT
+}
 
 
 def advance(ctx: Context, text: str, final: bool = False) -> Context:
@@ -214,7 +218,7 @@ def settle(ctx: Context) -> Context:
     return advance(ctx, "", final=True)
 
 
-_LAST_WORD = re.compile(r"\S*\Z")
+_LAST_WORD = re.compile(r"[^ \t\n\r\f]*\Z")
 
 
 def _last_word(text: str) -> int:

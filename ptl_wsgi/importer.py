@@ -389,7 +389,8 @@ def load_module_from_path(
         module.__spec__ = spec
         module.__loader__ = spec.loader
         module.__file__ = spec.origin
-        module.__cached__ = spec.cached
+        # (ignore: typeshed's ModuleType lacks __cached__, which imports set on modules.)
+        module.__cached__ = spec.cached  # type: ignore[attr-defined]
     previous = sys.modules.get(module_name)
     sys.modules[module_name] = module
     loader = spec.loader

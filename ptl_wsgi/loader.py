@@ -499,6 +499,7 @@ class Loader:
                 setattr(parent, part, package)
             elif not hasattr(package, "__path__"):  # that file, loaded first: a package now
                 package.__path__ = locations
+                assert package.__spec__ is not None  # (load_module_from_path gave it one)
                 package.__spec__.submodule_search_locations = locations
             parent_name, parent = name, package
         part = _module_part(file[: file.rindex(".")])

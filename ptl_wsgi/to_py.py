@@ -422,8 +422,9 @@ def to_python(source: str | bytes, filename: str = "<ptl>") -> PyConversion:
     """
     if sys.version_info < (3, 12):
         raise RuntimeError("converting to Python needs Python 3.12 or later (to read f-strings)")
-    # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773)
-    compile_ptl(source, filename)  # type: ignore[unreachable]  # the compiler's errors, located
+    # The compiler's own errors, located, for invalid PTL.  (ignore: mypy, as Python 3.10,
+    # flags code after a version check's exit, mypy#10773; unused when it checks as 3.12+.)
+    compile_ptl(source, filename)  # type: ignore[unreachable, unused-ignore]
     text = "".join(_split_lines(source, filename))
     converter = _Converter(text, filename)
     converted = converter.run()

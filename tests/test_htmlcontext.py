@@ -199,6 +199,21 @@ def test_no_value_may_go_in_names_and_doctypes(text: str, message: str) -> None:
         escaper(text)
 
 
+# Only " \t\n\r\f" is whitespace to HTML's tokenizer; other characters Python calls
+# whitespace (\v, U+00A0, U+2028...) are part of a tag name, attribute name or value.
+NOT_HTML_SPACE = ["\v", "\x1c", "\x85", "\xa0", "\u2028", "\u3000"]
+
+
+@pytest.mark.parametrize("char", NOT_HTML_SPACE)
+def test_only_html_whitespace_ends_names_and_unquoted_values(char: str) -> None:
+    assert escaper(f"<a{char}b>") is None  # one tag name: "a" + char + "b"
+    assert escaper(f"<p {char}class=x>") is None  # one attribute name
+    assert escaper(f"<a title=x{char}") == escaper("<a title=x")  # still the value
+    assert escaper(f"<p {char}x ") == escaper("<p x ") == "attr_name"
+    # Not an end tag ("script" + char is another name): the script goes on.
+    assert (escaper(f"<script>x</script{char}>") or "").startswith("js_")
+
+
 def test_contexts_are_hashable_values() -> None:
     a, b = advance(TEXT, '<a href="'), advance(TEXT, "<a href='")
     assert a == advance(TEXT, '<a href="') and a != b
