@@ -614,3 +614,19 @@ def test_a_published_directory_may_return_a_template() -> None:
     assert page.mimetype == "text/html" and page.data == f"<p>{ESCAPED}</p>".encode()
     text = client.get("/plain")
     assert text.mimetype == "text/plain" and text.data == f"<p>{ATTACK}</p>".encode()
+
+
+@needs_tstrings
+@settings(max_examples=100)
+@given(st.lists(st.one_of(templates(template_values), leaf_values), max_size=4))
+def test_twins_agree_on_markup_sources(twins, descs) -> None:
+    python, c = twins
+
+    def sources(impl: Any) -> Any:
+        values = [build(d, impl) for d in descs]
+        io = impl.TemplateIO(html=True)
+        for value in values:
+            io += value
+        return impl.html_join([*values, io.getvalue(), *map(impl.htmlescape, values)])
+
+    assert outcome(sources, c) == outcome(sources, python)
