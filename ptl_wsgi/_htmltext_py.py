@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 _new_str = str.__new__
 
-#: htmlescape, html_join and TemplateIO take a t-string's Template as markup.
-TEMPLATE_SOURCES = True
-
 # The final public class, registered by ptl_wsgi.html once it is built.
 _htmltext: type = str
 
