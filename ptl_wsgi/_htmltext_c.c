@@ -519,35 +519,43 @@ pieces_clear(Pieces *p)
     pieces_init(p);
 }
 
+/* Doubles the room in `p`; -1 with MemoryError. */
+static int
+pieces_grow(Pieces *p)
+{
+    Piece *items = NULL;
+    Py_ssize_t cap = p->cap * 2;
+    if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(Piece)) {
+        if (p->items == p->inline_items) {
+            items = PyMem_Malloc((size_t)cap * sizeof(Piece));
+            if (items != NULL) {
+                memcpy(items, p->items, (size_t)p->len * sizeof(Piece));
+            }
+        }
+        else {
+            items = PyMem_Realloc(p->items, (size_t)cap * sizeof(Piece));
+        }
+    }
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    p->items = items;
+    p->cap = cap;
+    return 0;
+}
+
 /* Appends `item` (consumed; NULL means an error is already set), to be
    escaped on output if `extra` is not 0. */
-static int
+static inline int
 pieces_push_extra(Pieces *p, PyObject *item, Py_ssize_t extra)
 {
     if (item == NULL) {
         return -1;
     }
-    if (p->len == p->cap) {
-        Piece *items = NULL;
-        Py_ssize_t cap = p->cap * 2;
-        if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(Piece)) {
-            if (p->items == p->inline_items) {
-                items = PyMem_Malloc((size_t)cap * sizeof(Piece));
-                if (items != NULL) {
-                    memcpy(items, p->items, (size_t)p->len * sizeof(Piece));
-                }
-            }
-            else {
-                items = PyMem_Realloc(p->items, (size_t)cap * sizeof(Piece));
-            }
-        }
-        if (items == NULL) {
-            Py_DECREF(item);
-            PyErr_NoMemory();
-            return -1;
-        }
-        p->items = items;
-        p->cap = cap;
+    if (p->len == p->cap && pieces_grow(p) < 0) {
+        Py_DECREF(item);
+        return -1;
     }
     p->items[p->len].obj = item;
     p->items[p->len].extra = extra;
@@ -577,7 +585,8 @@ pieces_push_markup(State *st, Pieces *p, PyObject *value)
         }
         return pieces_push_extra(p, Py_NewRef(value), extra);
     }
-    if (PyLong_CheckExact(value)) {
+    /* An exact int is written by pieces_concat(); markup as it is. */
+    if (PyLong_CheckExact(value) || is_registered_text(st, value)) {
         return pieces_push(p, Py_NewRef(value));
     }
     return pieces_push(p, markup_text(st, value));
