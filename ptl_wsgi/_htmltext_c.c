@@ -1046,9 +1046,10 @@ not_a_template(PyObject *value)
 }
 
 #ifdef HAVE_TEMPLATES
-/* One interpolation's markup: a nested Template or a markup value with no
-   conversion and no spec is kept; anything else is converted, formatted
-   with its spec and escaped. */
+/* One interpolation's markup, as the same f-string field in a template: a
+   nested Template with no conversion and no spec is formatted as markup; with
+   no conversion, format_field(value, -1, spec) (markup is kept, the spec
+   applied); a converted value is formatted with its spec and escaped. */
 static PyObject *
 interpolation_markup(State *st, PyObject *interpolation)
 {
@@ -1059,46 +1060,31 @@ interpolation_markup(State *st, PyObject *interpolation)
     if (spec == NULL) {
         goto done;
     }
-    int plain = conversion == Py_None;
-    if (plain) {
+    if (conversion == Py_None) {
         int empty = PyObject_Not(spec);
         if (empty < 0) {
             goto done;
         }
         if (empty && is_template(st, value)) {
             result = template_markup(st, value);
-            goto done;
         }
-        if (empty && !PyUnicode_CheckExact(value)) {
-            if (is_registered_text(st, value)) {
-                result = PyUnicode_FromObject(value);
-                goto done;
-            }
-            PyObject *html;
-            int found = lookup_attr(value, st->s_html, &html);
-            if (found < 0) {
-                goto done;
-            }
-            if (found && html != Py_None) {
-                result = str_of_call(html, NULL);
-                goto done;
-            }
-            Py_XDECREF(html);
+        else {
+            /* As an f-string field of a template: markup, its spec applied, is kept. */
+            result = field_markup(st, value, spec);
         }
+        goto done;
     }
-    else {
-        PyObject *converted = NULL;
-        if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
-            converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
-        }
-        if (converted == NULL) {
-            if (!PyErr_Occurred()) {
-                PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
-            }
-            goto done;
-        }
-        Py_SETREF(value, converted);
+    PyObject *converted = NULL;
+    if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
+        converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
     }
+    if (converted == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
+        }
+        goto done;
+    }
+    Py_SETREF(value, converted);
     PyObject *formatted = format_with(value, spec);
     if (formatted != NULL && !PyUnicode_CheckExact(formatted)) {
         Py_SETREF(formatted, PyObject_Str(formatted));
@@ -1112,14 +1098,28 @@ done:
     return result;
 }
 
+static PyObject *template_parts_markup(State *st, PyObject *template);
+
 /* The markup text of a Template: literal parts trusted, interpolations by
-   interpolation_markup(). */
+   interpolation_markup().  Nested templates recurse: a RecursionError, as in
+   the Python twin, rather than the end of the C stack. */
 static PyObject *
 template_markup(State *st, PyObject *template)
 {
     if (!is_template(st, template)) {
         return not_a_template(template);
     }
+    if (Py_EnterRecursiveCall(" while formatting a t-string")) {
+        return NULL;
+    }
+    PyObject *result = template_parts_markup(st, template);
+    Py_LeaveRecursiveCall();
+    return result;
+}
+
+static PyObject *
+template_parts_markup(State *st, PyObject *template)
+{
     PyObject *strings = PyObject_GetAttr(template, st->s_strings);
     PyObject *interpolations =
         strings == NULL ? NULL : PyObject_GetAttr(template, st->s_interpolations);

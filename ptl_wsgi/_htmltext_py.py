@@ -106,10 +106,9 @@ def _template_markup(template: Any) -> str:
         spec = interpolation.format_spec
         if conversion is None and not spec and _is_template(value):
             out.append(_template_markup(value))
-        elif conversion is None and not spec and type(value) is not str and (
-            (html := getattr(value, "__html__", None)) is not None
-        ):
-            out.append(str(html()))
+        elif conversion is None:
+            # As the same f-string field in a template: markup, its spec applied, is kept.
+            out.append(format_field(value, -1, spec))
         else:
             if conversion is not None:
                 convert = _CONVERSIONS.get(conversion)
@@ -124,10 +123,12 @@ def _template_markup(template: Any) -> str:
 def htmlformat(template: Any, /) -> Any:
     """A t-string as htmltext: ``htmlformat(t"<b>{name}</b>")``.
 
-    The literal parts are trusted; each interpolation is converted (``!r``,
-    ``!s``, ``!a``), formatted with its spec and escaped, except a nested
-    t-string or a markup value (one with ``__html__``) with neither conversion
-    nor spec, which is kept as markup.  Anything but a Template is a TypeError.
+    The literal parts are trusted; each interpolation means what the same
+    f-string field means in an ``[html]`` template (:func:`format_field`): a
+    markup value (one with ``__html__``) is kept, its spec applied; anything
+    else, and any converted value (``!r``, ``!s``, ``!a``), is formatted and
+    escaped.  A nested t-string with neither conversion nor spec is kept as
+    markup.  Anything but a Template is a TypeError.
     """
     return _new_str(_htmltext, _template_markup(template))
 

@@ -264,14 +264,17 @@ def test_the_other_twins_htmltext_is_markup(impl) -> None:
 
 
 @needs_tstrings
-def test_markup_with_a_conversion_or_spec_is_text(impl) -> None:
+def test_markup_with_a_conversion_is_text_with_a_spec_formatted_markup(impl) -> None:
     h = impl.htmltext("<b>")
     assert_html(impl.htmlformat(Template(field(h, "s"))), impl, "&lt;b&gt;")
     assert_html(impl.htmlformat(Template(field(h, "r"))), impl, "htmltext(&#x27;&lt;b&gt;&#x27;)")
-    assert_html(impl.htmlformat(Template(field(h, None, ">5"))), impl, "  &lt;b&gt;")
-    # HtmlObject's own __format__ and __str__ are used, and escaped.
-    assert_html(impl.htmlformat(Template(field(HtmlObject("<b>"), None, "^7"))), impl,
-                " &lt;fmt&gt; ")  # fmt: skip
+    # A spec is applied as to the same field of an [html] f-string: the markup is kept,
+    # only the padding is new text.
+    assert_html(impl.htmlformat(Template(field(h, None, ">5"))), impl, "  <b>")
+    for value in (h, HtmlObject("<b>"), Markup("<i>")):
+        for spec in ("^7", ">5", '"^9', "<<3"):
+            formatted = impl.htmlformat(Template(field(value, None, spec)))
+            assert str(formatted) == impl.format_field(value, -1, spec)
     assert_html(impl.htmlformat(Template(field(HtmlObject("<b>"), "s"))), impl,
                 "str() of HtmlObject &lt;must not be used&gt;")  # fmt: skip
 
