@@ -1177,22 +1177,37 @@ text_new(PyObject *Py_UNUSED(type), PyObject *args, PyObject *kwargs)
                      Py_TYPE(cls)->tp_name);
         return NULL;
     }
+    /* cls is a class of this module's, or (as HtmlTextBase.__new__(str) in
+       the Python twin) any other: then this module's state is not at hand. */
     State *st = type_state((PyTypeObject *)cls);
-    if (st == NULL) {
-        return NULL;
+    PyObject *html_name, *str_new;
+    if (st != NULL) {
+        html_name = Py_NewRef(st->s_html);
+        str_new = Py_NewRef(st->str_new);
     }
-    PyObject *text;
-    if (value == NULL || PyUnicode_CheckExact(value)) {
-        text = Py_NewRef(value == NULL ? st->empty : value);
+    else {
+        PyErr_Clear();
+        html_name = PyUnicode_InternFromString("__html__");
+        str_new = PyObject_GetAttrString((PyObject *)&PyUnicode_Type, "__new__");
     }
-    else if (is_registered_text(st, value)) {
+    PyObject *text = NULL, *result = NULL;
+    if (html_name == NULL || str_new == NULL) {
+        goto done;
+    }
+    if (value == NULL) {
+        text = PyUnicode_New(0, 0);
+    }
+    else if (PyUnicode_CheckExact(value)) {
+        text = Py_NewRef(value);
+    }
+    else if (st != NULL && is_registered_text(st, value)) {
         text = PyUnicode_FromObject(value);
     }
     else {
         PyObject *html;
-        int found = lookup_attr(value, st->s_html, &html);
+        int found = lookup_attr(value, html_name, &html);
         if (found < 0) {
-            return NULL;
+            goto done;
         }
         if (found && html != Py_None) {
             text = str_of_call(html, NULL);
@@ -1202,13 +1217,16 @@ text_new(PyObject *Py_UNUSED(type), PyObject *args, PyObject *kwargs)
             text = PyObject_Str(value);
         }
     }
-    if (text == NULL) {
-        return NULL;
+    if (text != NULL) {
+        /* The real str.__new__, so that `cls` gets all of its checks. */
+        PyObject *call[2] = {cls, text};
+        result = PyObject_Vectorcall(str_new, call, 2, NULL);
     }
-    /* The real str.__new__, so that `cls` gets all of its checks. */
-    PyObject *call[2] = {cls, text};
-    PyObject *result = PyObject_Vectorcall(st->str_new, call, 2, NULL);
-    Py_DECREF(text);
+
+done:
+    Py_XDECREF(text);
+    Py_XDECREF(html_name);
+    Py_XDECREF(str_new);
     return result;
 }
 

@@ -1138,6 +1138,12 @@ class TestStrIsTheReference:
             impl.htmltext("%(a)s") % deque([1])
         assert str(impl.htmltext("") % [1]) == "" % [1]  # noqa: F507
 
+    def test_the_base_new_makes_any_str_class(self, impl):
+        # As str.__new__ does: the class need not be one of the twin's.
+        made = impl.module.HtmlTextBase.__new__(str, HtmlObject("<b>x</b>"))
+        assert type(made) is str and made == "<b>x</b>"
+        assert impl.module.HtmlTextBase.__new__(str) == ""
+
     @pytest.mark.parametrize("cls_name", ["base", "public", "subclass"])
     def test_every_constructor_takes_html_markup(self, impl, cls_name):
         base = impl.module.HtmlTextBase
