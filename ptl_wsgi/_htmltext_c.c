@@ -260,19 +260,20 @@ ucs1_extra(const Py_UCS1 *src, Py_ssize_t n)
     return extra;
 }
 
-/* Writes c, escaped, at dst (which ends at `end`); returns the next place.
-   An escaped character is one 8-byte copy while there is room for it. */
-static inline Py_UCS1 *
-ucs1_put(Py_UCS1 *dst, Py_UCS1 c, const Py_UCS1 *end)
-{
-    if (end - dst >= 8) {
-        memcpy(dst, ucs1_repl[c], 8);
-    }
-    else {
-        memcpy(dst, ucs1_repl[c], (size_t)ucs1_extra_table[c] + 1);
-    }
-    return dst + ucs1_extra_table[c] + 1;
-}
+/* Writes c, escaped, at dst (which ends at `end`) and moves dst on: one
+   8-byte copy while there is room for it.  A macro: as an inline function
+   GCC keeps an extra addition per character (3 % more instructions on a
+   1,000-character string with 10 % to escape). */
+#define UCS1_PUT(dst, c, end)                                                 \
+    do {                                                                      \
+        if ((end) - (dst) >= 8) {                                             \
+            memcpy((dst), ucs1_repl[(c)], 8);                                 \
+        }                                                                     \
+        else {                                                                \
+            memcpy((dst), ucs1_repl[(c)], (size_t)ucs1_extra_table[(c)] + 1); \
+        }                                                                     \
+        (dst) += ucs1_extra_table[(c)] + 1;                                   \
+    } while (0)
 
 /* Writes the escaped src to dst, which ends at `end` (exactly what
    ucs1_extra() counted).  Clean blocks of 16 are copied whole. */
@@ -292,13 +293,13 @@ ucs1_write(const Py_UCS1 *src, Py_ssize_t n, Py_UCS1 *dst, const Py_UCS1 *end)
         }
         for (Py_ssize_t stop = i + 16; i < stop; i++) {
             Py_UCS1 c = src[i];
-            dst = ucs1_put(dst, c, end);
+            UCS1_PUT(dst, c, end);
         }
     }
 #endif
     for (; i < n; i++) {
         Py_UCS1 c = src[i];
-        dst = ucs1_put(dst, c, end);
+        UCS1_PUT(dst, c, end);
     }
 }
 
@@ -518,35 +519,43 @@ pieces_clear(Pieces *p)
     pieces_init(p);
 }
 
+/* Doubles the room in `p`; -1 with MemoryError. */
+static int
+pieces_grow(Pieces *p)
+{
+    Piece *items = NULL;
+    Py_ssize_t cap = p->cap * 2;
+    if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(Piece)) {
+        if (p->items == p->inline_items) {
+            items = PyMem_Malloc((size_t)cap * sizeof(Piece));
+            if (items != NULL) {
+                memcpy(items, p->items, (size_t)p->len * sizeof(Piece));
+            }
+        }
+        else {
+            items = PyMem_Realloc(p->items, (size_t)cap * sizeof(Piece));
+        }
+    }
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    p->items = items;
+    p->cap = cap;
+    return 0;
+}
+
 /* Appends `item` (consumed; NULL means an error is already set), to be
    escaped on output if `extra` is not 0. */
-static int
+static inline int
 pieces_push_extra(Pieces *p, PyObject *item, Py_ssize_t extra)
 {
     if (item == NULL) {
         return -1;
     }
-    if (p->len == p->cap) {
-        Piece *items = NULL;
-        Py_ssize_t cap = p->cap * 2;
-        if ((size_t)cap <= PY_SSIZE_T_MAX / sizeof(Piece)) {
-            if (p->items == p->inline_items) {
-                items = PyMem_Malloc((size_t)cap * sizeof(Piece));
-                if (items != NULL) {
-                    memcpy(items, p->items, (size_t)p->len * sizeof(Piece));
-                }
-            }
-            else {
-                items = PyMem_Realloc(p->items, (size_t)cap * sizeof(Piece));
-            }
-        }
-        if (items == NULL) {
-            Py_DECREF(item);
-            PyErr_NoMemory();
-            return -1;
-        }
-        p->items = items;
-        p->cap = cap;
+    if (p->len == p->cap && pieces_grow(p) < 0) {
+        Py_DECREF(item);
+        return -1;
     }
     p->items[p->len].obj = item;
     p->items[p->len].extra = extra;
@@ -576,7 +585,8 @@ pieces_push_markup(State *st, Pieces *p, PyObject *value)
         }
         return pieces_push_extra(p, Py_NewRef(value), extra);
     }
-    if (PyLong_CheckExact(value)) {
+    /* An exact int is written by pieces_concat(); markup as it is. */
+    if (PyLong_CheckExact(value) || is_registered_text(st, value)) {
         return pieces_push(p, Py_NewRef(value));
     }
     return pieces_push(p, markup_text(st, value));

@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 _new_str = str.__new__
 
-#: htmlescape, html_join and TemplateIO take a t-string's Template as markup.
-TEMPLATE_SOURCES = True
-
 # The final public class, registered by ptl_wsgi.html once it is built.
 _htmltext: type = str
 
@@ -353,17 +350,26 @@ def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
     return tuple(units), "".join(literal), simple
 
 
-_stand_in_types: dict[tuple[str, type], type] = {}
+_stand_in_types: dict[tuple[str, str, str, type], type] = {}
 
 
-def _stand_in_type(name: str, base: type) -> type:
-    """A class named *name* (for str's messages that name a value's type)."""
-    cls = _stand_in_types.get((name, base))
+def _stand_in_type(like: type, base: type) -> type:
+    """A subclass of *base* named as *like* is (module, name, qualified name),
+    for str's messages that name a value's type (3.15 names it with its module)."""
+    key = (str(like.__module__), like.__name__, like.__qualname__, base)
+    cls = _stand_in_types.get(key)
     if cls is None:
-        namespace: dict[str, Any] = {"__index__": lambda self: 0, "__float__": lambda self: 0.0}
+        namespace: dict[str, Any] = {
+            "__module__": key[0],
+            "__qualname__": key[2],
+            "__index__": lambda self: 0,
+            "__float__": lambda self: 0.0,
+        }
         if base is dict:
             namespace["__missing__"] = lambda self, key: 0
-        cls = _stand_in_types[(name, base)] = type(name, (base,), namespace)
+        if len(_stand_in_types) >= 1024:
+            _stand_in_types.clear()
+        cls = _stand_in_types[key] = type(key[1], (base,), namespace)
     return cls
 
 
@@ -384,15 +390,15 @@ def _stand_in(kind: str, cls: type, length: int) -> Any:
     conversion and every "*" accepts, and the type has the same name."""
     if kind == "tuple":
         zeros = (0,) * length
-        return zeros if cls is tuple else tuple.__new__(_stand_in_type(cls.__name__, tuple), zeros)
+        return zeros if cls is tuple else tuple.__new__(_stand_in_type(cls, tuple), zeros)
     if kind == "mapping":
-        return _stand_in_type(cls.__name__, dict)()
+        return _stand_in_type(cls, dict)()
     if cls in _ZEROS:
         return _ZEROS[cls]
     for base in (bool, int, float, str):
         if issubclass(cls, base):
-            return _stand_in_type(cls.__name__, base)(_ZEROS[base])
-    return _stand_in_type(cls.__name__, object)()
+            return _stand_in_type(cls, base)(_ZEROS[base])
+    return _stand_in_type(cls, object)()
 
 
 def _outcome(fmt: str, value: Any) -> tuple[type, str] | None:

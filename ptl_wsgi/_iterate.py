@@ -57,6 +57,7 @@ class InContext:
         return self
 
     def __next__(self) -> Any:
+        __traceback_hide__ = True  # debuggers hide it (see ptl_wsgi.tracebacks)
         with self._enter():
             if self._iter is None:
                 # iter() too: a body's __iter__ may already run the application's code.

@@ -312,7 +312,7 @@ def _typecheck(args: argparse.Namespace) -> int:
             return 2
     try:
         diagnostics = typecheck(paths, args.checker, args.root)
-    except CheckerNotFound as exc:
+    except (CheckerNotFound, RuntimeError) as exc:  # RuntimeError: the checker itself failed
         print(f"ptl-wsgi typecheck: {exc}", file=sys.stderr)
         return 2
     except SyntaxError as exc:

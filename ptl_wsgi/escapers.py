@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ptl_wsgi.html import htmlescape, htmltext
+from ptl_wsgi.html import format_field, htmlescape, htmltext
 
 # Re-exported for compiled templates (as _ptl_int, _ptl_type): names no template can shadow.
 int = int
@@ -58,8 +58,6 @@ def format_value(value: Any, conversion: int, spec: str) -> Any:
         if html_format is not None:
             return htmltext(html_format(spec))
         if getattr(value, "__html__", None) is not None:
-            from ptl_wsgi.html import format_field
-
             return htmltext(format_field(value, -1, spec))
     if conversion == 115:
         value = str(value)
@@ -395,12 +393,14 @@ def contextual_format(template: Any) -> htmltext:
         if _is_template(value) and interpolation.conversion is None:
             value = contextual_format(value)
         conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
-        if conversion != -1 or interpolation.format_spec:
-            value = format_value(value, conversion, interpolation.format_spec)
+        spec = interpolation.format_spec
         if escaper is None:
-            out.append(str(htmlescape(value)))
-        else:
-            out.append(str(escaper(value)))
+            # Text-like: what the same field of an f-string in an [html] template outputs.
+            out.append(str(format_field(value, conversion, spec)))
+            continue
+        if conversion != -1 or spec:
+            value = format_value(value, conversion, spec)
+        out.append(str(escaper(value)))
     out.append(strings[-1])
     return htmltext("".join(out))
 

@@ -56,8 +56,12 @@ def without_internal_frames(exc: BaseException) -> BaseException:
     """*exc*, its traceback rebuilt without ptl_wsgi's frames (a template's stay).
 
     The innermost frame stays whoever's it is: there the exception was raised.
-    Returns *exc* itself, for ``raise without_internal_frames(exc)``.
+    Returns *exc* itself, for ``raise without_internal_frames(exc)``.  With
+    ``PTL_WSGI_FULL_TRACEBACKS=1`` in the environment (debugging ptl_wsgi itself),
+    the traceback is left whole.
     """
+    if os.environ.get("PTL_WSGI_FULL_TRACEBACKS", "") not in ("", "0"):
+        return exc
     entries = []
     tb = exc.__traceback__
     while tb is not None:

@@ -332,6 +332,7 @@ def typecheck(
     views: dict[str, _View] = {}
     with tempfile.TemporaryDirectory(prefix="ptl-typecheck-") as mirror:
         project = list(_project_files(root))
+        template_views: list[str] = []
         ptl = {os.path.splitext(r)[0] for r in project if r.endswith(".ptl")}
         for relative in project:
             source_path = os.path.join(root, relative)
@@ -340,6 +341,7 @@ def typecheck(
                 continue  # a template's stub (ptl-wsgi stubs): its view stands in for it
             if suffix == ".ptl":
                 target = os.path.join(mirror, base + ".py")
+                template_views.append(target)
                 with open(source_path, "rb") as f:
                     source = f.read()
                 if source_path in wanted:
@@ -368,15 +370,37 @@ def typecheck(
             views[target] = info
         if not views:
             return []
-        targets = sorted(views)
-        if name == "mypy":
-            found = _run_mypy(command, targets, mirror, root)
-        else:
-            found = _run_pyright(command, targets, root)
+        # A template directory is one package to the loader (its files import each other
+        # relatively): to the checker too.  Each package tree is checked on its own, as two
+        # template directories may both have a "layout" module.
+        for directory in {os.path.dirname(p) for p in template_views}:
+            init = os.path.join(directory, "__init__.py")
+            if directory != mirror and not os.path.exists(init):
+                with open(init, "w", encoding="utf-8"):
+                    pass
+        groups: dict[str, list[str]] = {}
+        for target in sorted(views):
+            groups.setdefault(_package_root(os.path.dirname(target), mirror), []).append(target)
+        found = []
+        for targets in groups.values():
+            if name == "mypy":
+                found += _run_mypy(command, targets, mirror, root)
+            else:
+                found += _run_pyright(command, targets, root)
         return sorted(
             (d for d in (_map(views, *item) for item in found) if d is not None),
             key=lambda d: (d.path, d.line, d.column),
         )
+
+
+def _package_root(directory: str, mirror: str) -> str:
+    """The outermost package directory containing *directory* (itself if not a package)."""
+    while directory != mirror:
+        parent = os.path.dirname(directory)
+        if parent == directory or not os.path.exists(os.path.join(parent, "__init__.py")):
+            break
+        directory = parent
+    return directory
 
 
 def _display(path: str) -> str:

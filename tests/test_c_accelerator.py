@@ -267,17 +267,24 @@ def test_no_leaks_per_operation() -> None:
     for i in range(300):  # caches, interned strings, free lists
         one_round(i)
     gc.collect()
+    # A single leaked object per round would be 3000 objects (> 100 kB) in every
+    # window of 3000 rounds.  A cache still filling (CPython's type attribute
+    # cache keeps names that str.format creates for the Python twin's proxies,
+    # which format() uses) grows less in each window, so one quiet window is enough.
+    windows = []
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        for i in range(3000):
-            one_round(i)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
+        for _ in range(3):
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(3000):
+                one_round(i)
+            gc.collect()
+            windows.append(tracemalloc.get_traced_memory()[0] - before)
+            if windows[-1] < 32 * 1024:
+                break
     finally:
         tracemalloc.stop()
-    # A single leaked object per round would be 3000 objects (> 100 kB).
-    assert grown < 32 * 1024, f"memory grew by {grown} bytes over 3000 rounds"
+    assert windows[-1] < 32 * 1024, f"memory grew by {windows} bytes in windows of 3000 rounds"
 
 
 STRESS = WORKLOAD + textwrap.dedent(

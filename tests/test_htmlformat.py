@@ -28,6 +28,9 @@ class HtmlObject:
     def __html__(self) -> str:
         return self.markup
 
+    def __repr__(self) -> str:
+        return f"HtmlObject({self.markup!r})"
+
 
 class Loud:
     """str(), repr() and format() of it all differ, and all need escaping."""

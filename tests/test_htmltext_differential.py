@@ -517,9 +517,9 @@ def test_format_errors_agree_with_str(impl, fmt, args):
 def _has_markup(desc: tuple) -> bool:
     if desc[0] in ("ht", "markup", "obj"):
         return True
-    if desc[0] in ("tuple", "list"):
+    if desc[0] in ("tuple", "list", "lytuple"):
         return any(_has_markup(d) for d in desc[1])
-    if desc[0] == "dict":
+    if desc[0] in ("dict", "lydict"):
         return any(_has_markup(d) for d in desc[1].values())
     return False
 

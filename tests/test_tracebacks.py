@@ -98,6 +98,17 @@ def test_template_call_and_render_trim_too(templates: Path) -> None:
     loader.close()
 
 
+def test_full_tracebacks_on_request(templates: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTL_WSGI_FULL_TRACEBACKS", "1")
+    loader = Loader([templates])
+    with pytest.raises(AttributeError) as info:
+        loader.render("page.ptl", {"user": None})
+    frames = places(info.value.__traceback__)
+    assert frames[-2:] == TEMPLATE_FRAMES
+    assert frames.count(("ptl_wsgi/loader.py", "render")) >= 2  # Loader's and Template's
+    loader.close()
+
+
 def test_an_error_raised_by_ptl_wsgi_keeps_its_frame(templates: Path) -> None:
     loader = Loader([templates])
     with pytest.raises(TemplateArgumentError) as info:
@@ -231,3 +242,35 @@ def test_django_debug_page_shows_no_ptl_wsgi_frame(templates: Path) -> None:
         *TEMPLATE_FRAMES,
     ]
     engine.loader.close()
+
+
+def test_flask_stream_traceback(templates: Path) -> None:
+    write_files(
+        templates,
+        {
+            "stream.ptl": """\
+                from .layout import wrap
+
+                def render(users):
+                    for user in users:
+                        yield wrap(user)
+                """
+        },
+    )
+    app = flask.Flask(__name__, template_folder=str(templates))
+    ptl_flask.PTL(app)
+
+    @app.route("/")
+    def index() -> object:
+        return app.response_class(ptl_flask.stream_template("stream.ptl", users=[0]))
+
+    app.testing = True
+    with pytest.raises(AttributeError) as info:
+        app.test_client().get("/").get_data()
+    frames = places(info.value.__traceback__)
+    start = frames.index(("templating.py", "generate"))  # Flask's, where it iterates
+    assert frames[start + 1 :] == [
+        ("ptl_wsgi/flask.py", "_produce"),  # marked __traceback_hide__
+        ("stream.ptl", "render"),
+        ("layout.ptl", "wrap"),
+    ]

@@ -592,3 +592,41 @@ def test_django_renders_a_template_that_yields_tstrings(tmp_path) -> None:
     assert html_response(iter([page])).getvalue() == f"<p>{ESCAPED}</p>".encode()
     text = html_response(page, content_type="text/plain")
     assert text.content == f"<p>{ATTACK}</p>".encode()
+
+
+@needs_tstrings
+def test_a_published_directory_may_return_a_template() -> None:
+    from werkzeug.test import Client
+
+    from ptl_wsgi.publish import Directory, Publisher
+
+    class Root(Directory):
+        _q_exports = ["", "plain"]
+
+        def _q_index(self):
+            return Template("<p>", field(ATTACK), "</p>")
+
+        def plain(self):
+            return Template("<p>", field(ATTACK), "</p>"), 200, {"Content-Type": "text/plain"}
+
+    client = Client(Publisher(Root()))
+    page = client.get("/")
+    assert page.mimetype == "text/html" and page.data == f"<p>{ESCAPED}</p>".encode()
+    text = client.get("/plain")
+    assert text.mimetype == "text/plain" and text.data == f"<p>{ATTACK}</p>".encode()
+
+
+@needs_tstrings
+@settings(max_examples=100)
+@given(st.lists(st.one_of(templates(template_values), leaf_values), max_size=4))
+def test_twins_agree_on_markup_sources(twins, descs) -> None:
+    python, c = twins
+
+    def sources(impl: Any) -> Any:
+        values = [build(d, impl) for d in descs]
+        io = impl.TemplateIO(html=True)
+        for value in values:
+            io += value
+        return impl.html_join([*values, io.getvalue(), *map(impl.htmlescape, values)])
+
+    assert outcome(sources, c) == outcome(sources, python)

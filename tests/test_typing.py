@@ -411,3 +411,34 @@ def test_package_is_clean_under_pyright() -> None:
     result = run("-m", "pyright", "--outputjson")
     summary = json.loads(result.stdout)["summary"]
     assert (summary["errorCount"], summary["warningCount"]) == (0, 0), result.stdout
+
+
+def test_typecheck_template_directories_as_the_loader_sees_them(tmp_path: Path) -> None:
+    """A template directory is a package (relative imports); two may share module names."""
+    root = _user_project(
+        tmp_path,
+        {
+            "one/templates/layout.ptl": """\
+                def wrap [html] (text: str):
+                    text
+                """,
+            "one/templates/blog/post.ptl": """\
+                from ..layout import wrap
+
+                def render [html] (count: int):
+                    wrap(count)
+                """,
+            "two/templates/layout.ptl": """\
+                def wrap [plain] (n: int):
+                    n + "x"
+                """,
+        },
+    )
+    result = typecheck(root, "--checker", "mypy", ".")
+    assert result.stdout.splitlines() == [
+        'one/templates/blog/post.ptl:4:10: error: Argument 1 to "wrap" has incompatible type '
+        '"int"; expected "str"  [arg-type]',
+        'two/templates/layout.ptl:2:9: error: Unsupported operand types for + ("int" and "str")'
+        "  [operator]",
+    ], result.stdout + result.stderr
+    assert result.returncode == 1

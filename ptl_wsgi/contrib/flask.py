@@ -62,7 +62,7 @@ from ptl_wsgi.csp import (
     in_nonce_scope,
 )
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.tracebacks import entry_point
+from ptl_wsgi.tracebacks import entry_point, without_internal_frames
 
 __all__ = [
     "PTL",
@@ -297,10 +297,15 @@ class PTLTemplate(jinja2.Template):
         return produced if nonce is None else iter(in_nonce_scope(produced, nonce))
 
     def _produce(self, context: dict[str, Any]) -> Iterator[Any]:
-        if self._as_text:
-            yield output.text(self._call(context))
-        else:
-            yield from output.chunks(self._call(context))
+        # Where the server iterates a stream: the entry point into its templates.
+        __traceback_hide__ = __tracebackhide__ = True
+        try:
+            if self._as_text:
+                yield output.text(self._call(context))
+            else:
+                yield from output.chunks(self._call(context))
+        except Exception as exc:
+            raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
     def root_render_func(self, context: Context) -> Iterator[htmltext]:
         """Jinja2's entry for ``{% include %}``, and for ``{% extends %}``, which is refused."""
@@ -483,7 +488,10 @@ def _install_jinja(app: Flask, create: bool = False) -> None:
     """Make ``app.jinja_env`` load ``.ptl`` names: now if it exists (or *create*), else when
     Flask makes it, at first use, so that config set after ``PTL(app)`` still counts."""
     if not create and "jinja_env" not in app.__dict__:  # a cached_property, not made yet
-        app.jinja_environment = _environment_class(app.jinja_environment)  # type: ignore
+        # (A subclass of Flask's environment class; functools.cache's wrapper loses that.)
+        app.jinja_environment = _environment_class(  # type: ignore[assignment]
+            app.jinja_environment
+        )
         return
     env = app.jinja_env
     if isinstance(env, _PTLEnvironment):
