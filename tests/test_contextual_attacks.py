@@ -176,20 +176,13 @@ FOREIGN = {
 }
 
 
-@hole(
-    "in <svg>/<math> foreign content title, textarea, xmp, iframe, noscript, style and "
-    "script are not raw text: markup in them is markup, but the compiler skips it "
-    "(htmlcontext._text/_content_start: track foreign content, or refuse values there)"
-)
+# Was a hole: in <svg>/<math> foreign content title, textarea, xmp, ... are not raw text.
 @pytest.mark.parametrize("name", sorted(FOREIGN))
 def test_foreign_content_is_not_raw_text(name: str) -> None:
     assert 'onerror="alert(1)"' not in render(FOREIGN[name], "alert(1)")
 
 
-@hole(
-    "entities are decoded in an <svg><script> (foreign content): '&quot;' in the literal "
-    "ends the JS string there, so the value lands in code with string escaping"
-)
+# Was a hole: entities are decoded in an <svg><script> (foreign content).
 def test_svg_script_decodes_entities() -> None:
     source = (
         "def f [html] (v):\n    f'<svg><script>var s = \"&quot;; x = {v}; //\";</script></svg>'\n"
@@ -662,10 +655,19 @@ EXECUTING = {
 }
 
 
+# The ones not yet fixed (the others are regression guards now).
+STILL_EXECUTING = {"fragment", "concatenation", "join", "scheme", "srcdoc", "-->",
+                   "regexp after )", "control character"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=[*browser_only, hole(f"runs script in Chromium: {name}")])
+        pytest.param(
+            name,
+            marks=[*browser_only]
+            + ([hole(f"runs script in Chromium: {name}")] if name in STILL_EXECUTING else []),
+        )
         for name in EXECUTING
     ],
 )
