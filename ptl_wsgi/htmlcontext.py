@@ -179,11 +179,25 @@ _BREAKOUT = frozenset(
     "u ul var".split()
 )
 _SPACE = " \t\n\r\f"
-_TAG_NAME = re.compile(r"[^\s/>]*")
-_TAG_START = re.compile(r"</?[A-Za-z][^\s/>]*")
-_ATTR_NAME = re.compile(r"[^\s/>][^\s/>=]*")
-_UNQUOTED_END = re.compile(r"[\s>]")
-_END_TAGS = {name: re.compile(rf"</{name}(?=[\s/>]|\Z)", re.IGNORECASE) for name in _CONTENT}
+# HTML's spaces are these five alone (not Python's \s: no \v, no-break or Unicode spaces).
+_TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
+_TAG_START = re.compile(r"</?[A-Za-z][^\t\n\f\r />]*")
+_ATTR_NAME = re.compile(r"[^\t\n\f\r />][^\t\n\f\r />=]*")
+_UNQUOTED_END = re.compile(r"[\t\n\f\r >]")
+_END_TAGS = {
+    name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE) for name in _CONTENT
+}
+# Characters a reader takes for a space and a browser for part of a name or value.
+_ODD_SPACE = re.compile(r"[^\S\t\n\f\r ]")
+
+
+def _refuse_odd_space(text: str) -> None:
+    match = _ODD_SPACE.search(text)
+    if match is not None:
+        raise ContextError(
+            f"{match.group()!r} in a tag is not an HTML space (a browser takes it for part "
+            "of a name or value); use a plain space"
+        )
 
 
 def advance(ctx: Context, text: str, final: bool = False) -> Context:
@@ -237,6 +251,7 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             name = match.group()
             if len(name) == len(rest):
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
+            _refuse_odd_space(name)
             name = name.lower()
             foreign = "" if name in _BREAKOUT else ctx.foreign
             if foreign:
@@ -303,6 +318,7 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     match = _ATTR_NAME.match(stripped)
     assert match is not None  # (stripped is not empty and does not start with ">")
     name = match.group()
+    _refuse_odd_space(name)
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
     return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
@@ -379,6 +395,8 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         if end < 0:
             end = len(text)
         after = end + 1
+    if ctx.delim == " ":
+        _refuse_odd_space(text[:end])
     held = ""
     if end == len(text) and not final:
         cut = _last_word(text)
@@ -712,6 +730,7 @@ def escaper_for(ctx: Context) -> str | None:
     """
     state = ctx.state
     if ctx.pending and state == S_TEXT:
+        _refuse_odd_space(ctx.pending)
         if _TAG_START.fullmatch(ctx.pending):
             # "<button%s>" % attrs(...): right after a tag's name go its attributes.
             return "tag_attrs"

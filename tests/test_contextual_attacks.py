@@ -424,19 +424,30 @@ def test_a_nested_t_string_in_a_template() -> None:
 # -- bugs that are not holes ------------------------------------------------------------
 
 
-@bug(
-    "a non-ASCII or vertical-tab space in a tag makes the compiler crash with "
-    "AttributeError instead of a located SyntaxError (htmlcontext._tag: _ATTR_NAME.match "
-    "is None; \\s is wider than the HTML spaces in _UNQUOTED_END/_TAG_NAME)"
-)
 @pytest.mark.parametrize("space", ["\\xa0", "\\x0b", "\\u2003"])
 def test_odd_spaces_in_a_tag_compile_or_fail_cleanly(space: str) -> None:
     source = f"def f [html] (u):\n    f'<a title=x{space}href={{u}}>x</a>'\n"
-    try:
-        out = render(source, JS_URL)
-    except SyntaxError:
-        return
-    assert "javascript:" not in out
+    # Not an HTML space: the browser reads one attribute 'title' ("x<space>href=..."),
+    # a reader two.  Refused, at the literal.
+    with pytest.raises(SyntaxError, match="not an HTML space") as raised:
+        render(source, JS_URL)
+    assert raised.value.lineno == 2
+
+
+@pytest.mark.parametrize("space", ["\\xa0", "\\x0b"])
+@pytest.mark.parametrize(
+    "body",
+    ["f'<a{s}href={{u}}>x</a>'", "f'<a title={s}x href=\"{{u}}\">x</a>'",
+     "f'<a title=x {s}href=\"{{u}}\">x</a>'"],
+)  # fmt: skip
+def test_odd_spaces_anywhere_in_a_tag_are_refused(space: str, body: str) -> None:
+    with pytest.raises(SyntaxError, match="not an HTML space"):
+        render(f"def f [html] (u):\n    {body.format(s=space)}\n", JS_URL)
+
+
+def test_odd_spaces_in_quoted_values_and_text_are_data() -> None:
+    out = render("def f [html] (u):\n    f'<a title=\"x\\xa0y\">\\xa0{u}</a>'\n", "v")
+    assert out == '<a title="x\xa0y">\xa0v</a>'
 
 
 @bug(
