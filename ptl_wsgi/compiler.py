@@ -88,6 +88,7 @@ _ESCAPER = "_ptl_esc_"  # + the escaper's name in ptl_wsgi.escapers
 _CONTEXT_HELPERS = (
     ("format_value", "_ptl_ctx_format"),
     ("percent_value", "_ptl_ctx_percent"),
+    ("percent_field", "_ptl_ctx_field"),
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
 )
@@ -1166,12 +1167,34 @@ class _Transformer(_ScopeWalker):
         conversions = [hole for _, hole in holes if hole is not None]
         numeric = [conversion in _NUMERIC_CONVERSIONS for _, conversion in conversions]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
-        node = self.generic_visit(node)
         wanted = [
             i
             for i, (escaper, (_, conversion)) in enumerate(zip(escapers, conversions, strict=True))
             if escaper is not None and conversion not in _NUMERIC_CONVERSIONS
         ]  # fmt: skip
+        # A dict display's str keys, read before visiting hoists them into names.
+        dict_keys: dict[str, int] = {}
+        if isinstance(node.right, ast.Dict):
+            for index, key in enumerate(node.right.keys):
+                if isinstance(key, ast.Constant) and type(key.value) is str:
+                    dict_keys.setdefault(key.value, index)
+        fields = _percent_fields(node.left.value)
+        specs: list[str | None] = [None] * len(conversions)
+        if wanted:
+            # An escaped field's conversion, flags, width and precision are applied to the
+            # value before its escaper (as an f-string's spec is); the format keeps a
+            # plain %s for the escaped text (a precision must not cut an escape short).
+            fmt = node.left.value
+            for i in sorted(wanted, reverse=True):
+                match = fields[i]
+                after_key = match.start() + 1 if match.group(1) is None else match.end(1) + 1
+                spec = "%" + fmt[after_key : match.end()]
+                if spec != "%s":
+                    specs[i] = spec
+                    plain = "%s" if match.group(1) is None else f"%({match.group(1)})s"
+                    fmt = fmt[: match.start()] + plain + fmt[match.end() :]
+            node.left = _located(ast.Constant(fmt), node.left)
+        node = self.generic_visit(node)
         if not wanted:
             return node
         right = node.right
@@ -1184,38 +1207,46 @@ class _Transformer(_ScopeWalker):
             ):
                 if len(right.elts) == len(conversions):
                     for i in wanted:
-                        right.elts[i] = self.percent_escaped(
-                            right.elts[i], conversions[i][1], escapers[i]
-                        )
+                        right.elts[i] = self.percent_escaped(right.elts[i], specs[i], escapers[i])
                 return node  # a wrong count raises as str's % does
             if len(conversions) == 1:
                 left = node.left
                 fmt = _name(left.id, left) if isinstance(left, ast.Name) else left
                 self.helpers.add("_ptl_ctx_percent")
                 value = _call(_name("_ptl_ctx_percent", right), [right, fmt], right)
-                escaped = self.percent_escaped(value, conversions[0][1], escapers[0])
+                escaped = self.percent_escaped(value, specs[0], escapers[0])
                 node.right = _located(ast.Tuple([escaped], ast.Load()), right)
                 return node
         elif all(k is not None for k in keys) and isinstance(right, ast.Dict):
-            values = {
-                key.value: index for index, key in enumerate(right.keys)
-                if isinstance(key, ast.Constant) and type(key.value) is str
-            }  # fmt: skip
-            if all(keys[i] in values for i in wanted) and None not in right.keys:
+            uses: dict[str | None, set[tuple[str | None, str | None, str]]] = {}
+            for i, (key, conversion) in enumerate(conversions):
+                uses.setdefault(key, set()).add((escapers[i], specs[i], conversion))
+            if any(len(uses[keys[i]]) > 1 for i in wanted):
+                # One dict value escaped two ways: the first escaper's markup would be
+                # trusted where the second lands.
+                raise self.error(
+                    "a '%' key is used where HTML needs different escaping (or "
+                    "formatting) of its value; give each place its own key",
+                    node,
+                )
+            if all(keys[i] in dict_keys for i in wanted) and None not in right.keys:
                 for i in wanted:
-                    index = values[keys[i]]
+                    index = dict_keys[keys[i]]
                     right.values[index] = self.percent_escaped(
-                        right.values[index], conversions[i][1], escapers[i]
+                        right.values[index], specs[i], escapers[i]
                     )
                 return node
         raise self.fragment_error(node)
 
-    def percent_escaped(self, value: ast.expr, conversion: str, escaper: str | None) -> ast.expr:
+    def percent_escaped(self, value: ast.expr, spec: str | None, escaper: str | None) -> ast.expr:
+        """*value* of a %-field escaped; *spec* (``%r``, ``%.5s``, ...) formats it first."""
         assert escaper is not None
-        code = {"s": -1, "r": 114, "a": 97}[conversion]
-        return self.escaped(
-            _Value(value, value, _PERCENT, conversion=code if code != -1 else -1), escaper
-        )
+        if spec is not None:
+            self.helpers.add("_ptl_ctx_field")
+            value = _call(
+                _name("_ptl_ctx_field", value), [value, _located(ast.Constant(spec), value)], value
+            )
+        return self.escaped(_Value(value, value, _PERCENT), escaper)
 
     def fragment_error(self, node: ast.AST) -> SyntaxError:
         return self.error(
@@ -1308,6 +1339,19 @@ def _percent_holes(fmt: str) -> list[tuple[str, tuple[str | None, str] | None]] 
         star = "*" if "*" in (width, precision) else key
         holes.append(("".join(text), (star, conversion)))
         text = []
+
+
+def _percent_fields(fmt: str) -> list[re.Match[str]]:
+    """The conversion fields of *fmt* (valid, as _percent_holes found it), without ``%%``."""
+    fields: list[re.Match[str]] = []
+    index = fmt.find("%")
+    while index >= 0:
+        match = _PERCENT_SPEC.match(fmt, index)
+        assert match is not None
+        if match.group(4) != "%":
+            fields.append(match)
+        index = fmt.find("%", match.end())
+    return fields
 
 
 def _opts_out(body: list[ast.stmt]) -> bool:

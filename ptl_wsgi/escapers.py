@@ -33,6 +33,7 @@ __all__ = [
     "UNSAFE_CSS",
     "contextual_format",
     "format_value",
+    "percent_field",
     "percent_value",
     "plan",
 ]
@@ -78,6 +79,11 @@ def percent_value(value: Any, fmt: Any) -> Any:
             raise ValueError("percent_value(): fmt must have one field")
         value = tuple.__getitem__(value, 0)
     return value
+
+
+def percent_field(value: Any, spec: str) -> str:
+    """*value* formatted by one %-field *spec* (``%r``, ``%.5s``: no key), before its escaper."""
+    return spec % (value,)
 
 
 def _markup(value: Any) -> Any:

@@ -229,11 +229,6 @@ def test_script_data_double_escaped_state() -> None:
     assert "var n = alert(1);" not in render(source, "alert(1)")
 
 
-@hole(
-    "a '%.Ns' precision truncates the escaped value: a JS escape cut to '\\\\' eats the "
-    "closing quote and the next value runs (compiler.visit_BinOp formats after escaping; "
-    "apply width and precision before the escaper, as f-strings do)"
-)
 def test_percent_precision_applies_before_escaping() -> None:
     source = "def f [html] (t, n):\n    '<script>var t = \"%.5s\", n = %s;</script>' % (t, n)\n"
     # '%.5s' of 'abcd"' is 'abcd"': escaped, the string holds exactly that.
@@ -450,23 +445,27 @@ def test_odd_spaces_in_quoted_values_and_text_are_data() -> None:
     assert out == '<a title="x\xa0y">\xa0v</a>'
 
 
-@bug(
-    "'%(k)s' % {...} with a dict display is refused wherever a value needs more than HTML "
-    "escaping, though the docs allow it: the compiler visits the dict first, which hoists "
-    "its str keys into names (compiler.visit_BinOp)"
-)
 def test_percent_with_a_dict_display() -> None:
     out = render("def f [html] (u):\n    '<a href=\"%(u)s\">x</a>' % {'u': u}\n", JS_URL)
     assert out == f'<a href="{UNSAFE_URL}">x</a>'
 
 
-@bug(
-    "'%r' outside text formats the escaper's htmltext result again: the output is "
-    "\"htmltext('...')\" (compiler.percent_escaped: drop the conversion from the format)"
-)
 def test_percent_r_outside_text() -> None:
     out = render("def f [html] (u):\n    '<script>var x = %r;</script>' % (u,)\n", "a")
-    assert "htmltext" not in out
+    # The conversion applies first (repr), then the escaper: a JSON string of "'a'".
+    assert out == "<script>var x =  \"'a'\" ;</script>"
+
+
+def test_percent_flags_width_and_conversion_apply_before_the_escaper() -> None:
+    source = "def f [html] (u):\n    '<a href=\"/%(u)-6.3r|%%\" title=%(v)5s>' % {'u': u, 'v': u}\n"
+    assert render(source, "a b") == '<a href="/%27a%20%20%20%20|%" title=&#32;&#32;a&#32;b>'
+
+
+def test_a_percent_key_escaped_two_ways_is_a_compile_error() -> None:
+    # One dict value escaped for a JS string, then trusted as markup in the href.
+    source = "def f [html] (u):\n    '<a onclick=\"f(\\'%(u)s\\')\" href=\"%(u)s\">' % {'u': u}\n"
+    with pytest.raises(SyntaxError, match="give each place its own key"):
+        render(source, JS_URL)
 
 
 # -- regression guards: attacks that are stopped ------------------------------------------
