@@ -48,6 +48,7 @@ from ptl_wsgi.htmlcontext import (
     advance,
     after_value,
     describe,
+    ends_in_text,
     escaper_for,
     join,
     settle,
@@ -723,7 +724,7 @@ class _Transformer(_ScopeWalker):
         """A template's output must end in text (where it starts) wherever it ends."""
         # A lone "<" at the end is text to a browser (and a template's output is assumed
         # balanced by its callers).
-        if not self.tracking or ctx is None or settle(ctx)._replace(pending="") == TEXT:
+        if not self.tracking or ctx is None or ends_in_text(ctx):
             return
         where = (
             self.header(template)

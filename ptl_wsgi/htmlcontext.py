@@ -36,6 +36,7 @@ __all__ = [
     "after_value",
     "attribute_kind",
     "describe",
+    "ends_in_text",
     "escaper_for",
     "join",
     "plan",
@@ -798,6 +799,16 @@ def after_value(ctx: Context) -> Context:
     return ctx
 
 
+def ends_in_text(ctx: Context) -> bool:
+    """Whether output may end in *ctx*: text, with at most a lone ``<`` held back.
+
+    A held-back tag name (``<script``) is not text: the caller's next literal
+    (``>``) would open the element the engine never saw.
+    """
+    ctx = settle(ctx)
+    return ctx._replace(pending="") == TEXT and ctx.pending in ("", "<")
+
+
 def join(a: Context | None, b: Context | None) -> Context | None:
     """Where two paths of control flow meet: the common context, or None if there is none.
 
@@ -839,8 +850,8 @@ def plan(strings: tuple[str, ...]) -> tuple[str | None, ...]:
         ctx = advance(ctx, text)
         names.append(escaper_for(ctx))
         ctx = after_value(ctx)
-    ctx = settle(advance(ctx, strings[-1]) if strings else ctx)
-    if ctx._replace(pending="") != TEXT:
+    ctx = advance(ctx, strings[-1]) if strings else ctx
+    if not ends_in_text(ctx):
         raise ContextError(f"the template ends in {describe(ctx)}, not in text")
     return tuple(names)
 
