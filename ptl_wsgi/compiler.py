@@ -95,8 +95,11 @@ _CONTEXT_HELPERS = (
 )
 # Escapers (without their HTML layer) that leave an int's str as it is.
 _INT_SAFE = frozenset(
-    {"text", "url", "url_path", "url_query", "srcset", "js_string", "css", "css_string", "srcdoc"}
-)
+    {
+        "text", "url", "url_path", "url_slash", "url_query", "srcset", "js_string", "css",
+        "css_string", "srcdoc",
+    }
+)  # fmt: skip
 
 
 def _layerless(escaper: str) -> str:

@@ -138,6 +138,12 @@ def _url_path(text: str) -> str:
     return _URL_KEEP_PATH.sub(_percent, text)
 
 
+def _url_slash(text: str) -> str:
+    """Right after a leading "/" (or "scheme:"): as a path, but it cannot start a host."""
+    text = _url_path(text)
+    return "%2F" + text[1:] if text.startswith("/") else text
+
+
 def _url_query(text: str) -> str:
     """Encode everything but unreserved characters: the value is one URL component."""
     return _URL_KEEP_QUERY.sub(_percent, text)
@@ -261,6 +267,7 @@ _BASES: dict[str, Callable[[str], str]] = {
     "drop": _drop,
     "url": _url,
     "url_path": _url_path,
+    "url_slash": _url_slash,
     "url_query": _url_query,
     "srcset": _srcset,
     "js_string": _js_string,

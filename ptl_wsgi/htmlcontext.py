@@ -81,6 +81,7 @@ K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", 
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
 U_SCHEME = "scheme"  # only scheme characters so far: a value could complete a scheme
 U_PATH = "path"  # past the scheme, before ? or #
+U_SLASH = "path start"  # just "/" or "scheme:" (or "scheme:/"): a "/" next would start a host
 U_QUERY = "query"  # in the query or fragment
 U_UNKNOWN = "unknown"  # where branches met in different parts
 # JS: what a "/" means next
@@ -444,6 +445,13 @@ def _url(ctx: Context, text: str) -> tuple[Context, str]:
 
 
 _SCHEME_CHARS = re.compile(r"[A-Za-z0-9+.\-]*")
+# Browsers strip leading C0 controls and spaces from a URL; "\\" is "/" in http(s) URLs.
+_URL_LEADING = "".join(map(chr, range(0x21)))
+# Where a value starting with "/" would start a host: after "/", "scheme:/", or the
+# "scheme:" of a special scheme (whose authority may follow any slashes).
+_BEFORE_HOST = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?[/\\]|(?:https?|ftp|wss?|file):", re.IGNORECASE
+)
 
 
 def _url_part(part: str, text: str) -> str:
@@ -452,12 +460,14 @@ def _url_part(part: str, text: str) -> str:
     if part == U_UNKNOWN:
         return U_UNKNOWN
     if part in (U_START, U_SCHEME):
-        text = text.lstrip(_SPACE) if part == U_START else text
+        text = text.lstrip(_URL_LEADING) if part == U_START else text
         if not text:
             return part
         # Only scheme characters so far: a value could still complete "javascript:".
         if _SCHEME_CHARS.fullmatch(text):
             return U_SCHEME
+        if part == U_START and _BEFORE_HOST.fullmatch(text):
+            return U_SLASH  # a value starting with "/" would make "//host"
     return U_PATH
 
 
@@ -706,7 +716,7 @@ _CONTENT_STATES = {
 
 # -- values ----------------------------------------------------------------------
 
-_URL_BASES = {U_START: "url", U_SCHEME: "url_query", U_PATH: "url_path"}
+_URL_BASES = {U_START: "url", U_SCHEME: "url_query", U_PATH: "url_path", U_SLASH: "url_slash"}
 _BASES = {
     S_SRCSET: "srcset",
     S_JS: "js_value",
@@ -789,7 +799,7 @@ def after_value(ctx: Context) -> Context:
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
-        if ctx.sub in (U_START, U_SCHEME, "open"):
+        if ctx.sub in (U_START, U_SCHEME, U_SLASH, "open"):
             # The value may have ended in a scheme, a path or a query: the next one gets
             # the strictest escaping of a URL part (which "?" or "#" in text resolves).
             return ctx._replace(sub=U_UNKNOWN)
