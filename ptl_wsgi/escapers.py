@@ -333,9 +333,13 @@ def _attr_name(value: Any) -> Any:
 
 
 def _tag_attrs(value: Any) -> Any:
-    """Right after a tag's name: attribute names as between attributes, after a space."""
+    """Right after a tag's name: attribute names as between attributes, after a space.
+
+    The space is there even for an empty value: "<scr" + "" + "ipt>" must not be
+    the <script> the compiler did not see.
+    """
     escaped = _attr_name(value)
-    if escaped and type(value) is not htmltext and not hasattr(value, "__html__"):
+    if type(value) is not htmltext and not hasattr(value, "__html__"):
         return htmltext(" " + escaped)
     return escaped
 
