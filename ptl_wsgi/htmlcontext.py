@@ -134,11 +134,22 @@ _URL_ATTRIBUTES = frozenset(
 _SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
 
 
+# Attributes that a JavaScript framework evaluates as code, after the browser decoded
+# them (so HTML escaping does not protect them): htmx's hx-on*, Alpine's directives
+# and its @/: shorthands, Vue's v-* (and @, :), AngularJS's ng-*, Knockout's data-bind.
+_FRAMEWORK_CODE = re.compile(
+    r"(?:[@:]|hx-on|v-|ng[-:_]|x-(?:data|init|show|bind|on|text|html|model|modelable|for"
+    r"|effect|if|id)(?:\Z|[:.])|bind\Z)"
+)
+
+
 def attribute_kind(name: str) -> str:
     """The kind of attribute *name*: what its value is parsed as."""
     name = name.lower()
     if name.startswith("data-"):
         name = name[5:]  # data-href is a URL to the scripts that read it
+    if _FRAMEWORK_CODE.match(name):
+        return K_JS
     local = name.rpartition(":")[2]
     if name.startswith("on") or local.startswith("on"):
         return K_JS

@@ -338,17 +338,19 @@ FRAMEWORK_CODE_ATTRIBUTES = ["hx-on:click", "hx-on::after-request", "x-on:click"
                               "v-on:click", "x-init", "x-data", ":href", "ng-click"]  # fmt: skip
 
 
-@hole(
-    "attributes that htmx, Alpine.js, Vue and Angular evaluate as JavaScript are plain "
-    "(or URL) attributes to the compiler: HTML escaping is decoded before the library "
-    "runs the value (htmlcontext.attribute_kind: hx-on*, x-on:, @, v-on:, x-init, x-data, "
-    "':' and x-bind:, ng-*: JavaScript)"
-)
 @pytest.mark.parametrize("name", FRAMEWORK_CODE_ATTRIBUTES)
 def test_framework_event_attributes_are_javascript(name: str) -> None:
     source = f"def f [html] (v):\n    f'<button {name}=\"go(\\'{{v}}\\')\">x</button>'\n"
     out = render(source, "');alert(1);('")
     assert "&#x27;);alert(1)" not in out and "%27%29;alert" not in out
+    assert "go('\\x27);alert(1);(\\x27')" in out  # a JS string holding the value
+
+
+@pytest.mark.parametrize(
+    "name", ["x-ref", "x-cloak", "hx-get", "hx-target", "title", "data-id", "xon", "bound"]
+)
+def test_other_attributes_are_not_framework_code(name: str) -> None:
+    assert render(f"def f [html] (v):\n    f'<p {name}=\"{{v}}\">'\n", "'") == f'<p {name}="&#x27;">'
 
 
 class _Interpolation:
