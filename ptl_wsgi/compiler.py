@@ -148,6 +148,7 @@ class _Value:
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
     escaper: str | None = None  # where the value lands needs more than HTML escaping
+    nested: bool = False  # a literal f-string or t-string, not visited yet (see value_code)
 
 
 _Piece = _Text | _Value
@@ -874,7 +875,15 @@ class _Transformer(_ScopeWalker):
                 pieces.append(_Text(part.value, part))
             elif isinstance(part, ast.FormattedValue):
                 spec = None if _empty_spec(part) else self.spec(part)
-                pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
+                if _is_fstring(part.value):
+                    # Visited once its context is known: markup in text, a str elsewhere.
+                    pieces.append(
+                        _Value(part.value, part, _FIELD, part.conversion, spec, nested=True)
+                    )
+                else:
+                    pieces.append(
+                        _Value(self.visit(part.value), part, _FIELD, part.conversion, spec)
+                    )
         return pieces
 
     def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
@@ -985,6 +994,12 @@ class _Transformer(_ScopeWalker):
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""
+        if piece.nested:
+            piece.nested = False
+            if piece.escaper is None:
+                piece.value = self.visit(piece.value)
+            else:
+                piece.value = self.plain_fstring(piece.value)
         if piece.escaper is not None:
             return self.escaped(piece, piece.escaper)
         node, expr = piece.node, piece.value
@@ -1116,7 +1131,12 @@ class _Transformer(_ScopeWalker):
             escaper = next(escapers)
             if escaper is not None:
                 spec = None if _empty_spec(part) else self.spec(part)
-                piece = _Value(self.visit(part.value), part, _FIELD, part.conversion, spec)
+                value = (
+                    self.plain_fstring(part.value)
+                    if _is_fstring(part.value)
+                    else self.visit(part.value)
+                )
+                piece = _Value(value, part, _FIELD, part.conversion, spec)
                 part.value = self.escaped(piece, escaper)
                 part.conversion = -1
                 part.format_spec = None
@@ -1143,6 +1163,16 @@ class _Transformer(_ScopeWalker):
             return _located(ast.Constant("".join(p.value for p in spec.values)), spec)
         self.visit_spec_fields(spec)
         return spec
+
+    def plain_fstring(self, node: ast.expr) -> ast.expr:
+        """A literal f-string (or t-string) nested in a field outside text, as a plain str.
+
+        Its markup was made for text: where it lands outside text (a URL, a
+        script) the whole is a value, escaped there like any other.
+        """
+        fstring = _as_fstring(node) if not isinstance(node, ast.JoinedStr) else node
+        self.visit_spec_fields(fstring)
+        return fstring
 
     def visit_spec_fields(self, spec: ast.JoinedStr) -> None:
         # The spec stays an f-string (so a str); the expressions in it are template code.
@@ -1343,6 +1373,13 @@ def _percent_holes(fmt: str) -> list[tuple[str, tuple[str | None, str] | None]] 
         star = "*" if "*" in (width, precision) else key
         holes.append(("".join(text), (star, conversion)))
         text = []
+
+
+def _is_fstring(node: ast.expr) -> bool:
+    """Whether *node* is a literal f-string or t-string."""
+    return isinstance(node, ast.JoinedStr) or (
+        _TemplateStr is not None and isinstance(node, _TemplateStr)
+    )
 
 
 def _percent_fields(fmt: str) -> list[re.Match[str]]:

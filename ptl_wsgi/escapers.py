@@ -399,7 +399,8 @@ def contextual_format(template: Any) -> htmltext:
     """A PEP 750 Template as htmltext, each value escaped for the context it lands in.
 
     Conversion and format spec are applied first, then the escaper; markup
-    values and nested Templates (formatted the same way, as markup) are kept.
+    values are kept; a nested Template is formatted the same way, kept as
+    markup in a text-like context and escaped as a value anywhere else.
     """
     strings = tuple(template.strings)
     escapers = plan(strings)
@@ -411,6 +412,10 @@ def contextual_format(template: Any) -> htmltext:
         value = interpolation.value
         if _is_template(value) and interpolation.conversion is None:
             value = contextual_format(value)
+            if escaper is not None:
+                # Markup made for text: outside text it is a value like any other (its
+                # own values were escaped for text, not for where it lands).
+                value = str(value)
         conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
         if conversion != -1 or interpolation.format_spec:
             value = format_value(value, conversion, interpolation.format_spec)

@@ -96,12 +96,23 @@ UNTRACKED_MARKUP = {
 }
 
 
-@hole(
-    "markup built outside output pieces (assigned fragments, +, +=, join, format_map, "
-    "a literal in a conditional expression or walrus) escapes values as text and is "
-    "trusted in the href (compiler.py: track/fragment; escapers trust every htmltext)"
+_UNTRACKED_LIMIT = pytest.mark.xfail(
+    strict=True,
+    reason="LIMIT: markup built outside output pieces (assigned fragments, +, +=, join, "
+    "format_map, replace, a literal in a conditional expression, comprehension or walrus) "
+    "escapes its values for text and is trusted where it lands (a template's result is, "
+    "by design); docs/contextual-escaping.md says so and shows the safe way to write each",
 )
-@pytest.mark.parametrize("name", sorted(UNTRACKED_MARKUP))
+FIXED_UNTRACKED = {"nested f-string"}  # a literal f-string in a field: a str outside text
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[] if name in FIXED_UNTRACKED else [_UNTRACKED_LIMIT])
+        for name in sorted(UNTRACKED_MARKUP)
+    ],
+)
 def test_untracked_markup_cannot_carry_a_script_url(name: str) -> None:
     source, args = UNTRACKED_MARKUP[name]
     assert "javascript:" not in render(source, *args)
@@ -350,7 +361,8 @@ def test_framework_event_attributes_are_javascript(name: str) -> None:
     "name", ["x-ref", "x-cloak", "hx-get", "hx-target", "title", "data-id", "xon", "bound"]
 )
 def test_other_attributes_are_not_framework_code(name: str) -> None:
-    assert render(f"def f [html] (v):\n    f'<p {name}=\"{{v}}\">'\n", "'") == f'<p {name}="&#x27;">'
+    out = render(f"def f [html] (v):\n    f'<p {name}=\"{{v}}\">'\n", "'")
+    assert out == f'<p {name}="&#x27;">'
 
 
 class _Interpolation:
@@ -375,32 +387,39 @@ def test_the_t_string_planner_escapes_by_context() -> None:
     assert out == f'<a href="{UNSAFE_URL}" onclick=&#32;&#34;alert(1)&#34;&#32;>x</a>'
 
 
-@hole(
-    "a nested t-string is planned from text and its result trusted where it lands "
-    "(escapers.contextual_format: plan the nested template from the outer context, "
-    "or escape its result as a value)"
-)
 def test_a_nested_t_string_is_escaped_for_where_it_lands() -> None:
     inner = Template(["", ""], [JS_URL])
     out = contextual_format(Template(['<a href="', '">x</a>'], [inner]))
     assert "javascript:" not in out
+    # In text a nested t-string is markup, planned from text on its own.
+    link = Template(['<a href="', '">x</a>'], [JS_URL])
+    assert contextual_format(Template(["<p>", "</p>"], [link])) == (
+        f'<p><a href="{UNSAFE_URL}">x</a></p>'
+    )
 
 
 needs_tstrings = pytest.mark.skipif(sys.version_info < (3, 14), reason="t-strings: 3.14")
 
 
 @needs_tstrings
-@hole(
-    "htmlformat(t'...') (the plain-Python t-string API the issue names) escapes every "
-    "value as text; only escapers.contextual_format follows contexts "
-    "(html.htmlformat / _htmltext_py._template_markup: plan by context)"
-)
 def test_htmlformat_escapes_by_context() -> None:
     from ptl_wsgi.html import htmlformat
 
     u = JS_URL
     template = eval("t'<a href=\"{u}\">x</a>'", {}, {"u": u})
-    assert "javascript:" not in htmlformat(template)
+    assert htmlformat(template) == f'<a href="{UNSAFE_URL}">x</a>'
+    # Text only: the twin's own htmlformat (the same output, planned once per strings).
+    assert htmlformat(eval("t'<p title=\"{u}\">{u}</p>'", {}, {"u": "<&>"})) == (
+        '<p title="&lt;&amp;&gt;">&lt;&amp;&gt;</p>'
+    )
+    nested = eval("t'<a href=\"{t\"{u}\"}\">x</a><p>{t\"<b>{u}</b>\"}</p>'", {}, {"u": u})
+    assert htmlformat(nested) == f'<a href="{UNSAFE_URL}">x</a><p><b>{u}</b></p>'
+    with pytest.raises(TypeError):
+        htmlformat('<a href="x">')  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not in text"):
+        htmlformat(eval("t'<a href=\"{u}'", {}, {"u": u}))
+    with pytest.raises(ValueError, match="part of the tag"):
+        htmlformat(eval("t'<{u}>'", {}, {"u": u}))
 
 
 @needs_tstrings
@@ -410,7 +429,6 @@ def test_t_strings_in_a_template_are_tracked() -> None:
 
 
 @needs_tstrings
-@hole("a nested t-string in a template is a fragment from text, trusted in the href")
 def test_a_nested_t_string_in_a_template() -> None:
     out = render('def f [html] (u):\n    t\'<a href="{t"{u}"}">x</a>\'\n', JS_URL)
     assert "javascript:" not in out
