@@ -509,6 +509,25 @@ def _js_slash_context(before: str, ctx_sub: str) -> str:
     return J_REGEXP  # after an operator, punctuation or "}"
 
 
+def _at_line_start(before: str) -> bool:
+    """Whether a "-->" after JS *before* (the text since the last token) starts a comment.
+
+    It does only at the start of a line (Annex B); when *before* holds no line end
+    and nothing else, the line started before the last token (a string, a comment,
+    a literal split there): refused rather than guessed.
+    """
+    lines = _LINE_END.split(before)
+    if lines[-1].strip(" \t\f\v\ufeff\xa0"):
+        return False  # code before it on its line: operators
+    if len(lines) > 1:
+        return True
+    raise ContextError(
+        "'-->' in JavaScript right after a string, comment or template part: it is a "
+        "comment at the start of a line and '-- >' elsewhere; write it on its own line, or "
+        "'-- >'"
+    )
+
+
 def _js(ctx: Context, text: str) -> tuple[Context, str]:
     match = _JS_SPECIAL.search(text)
     if match is None:
@@ -522,6 +541,9 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx._replace(state=S_JS_SQ, sub=sub), rest
     if token == "`":
         return ctx._replace(state=S_JS_TMPL, sub=sub), rest
+    if token == "-->" and not _at_line_start(text[:start]):
+        # "n-->0" is "n-- > 0": operators, after which "/" starts a regular expression.
+        return ctx._replace(sub=J_REGEXP), rest
     if token in ("<!--", "-->"):
         return ctx._replace(state=S_JS_LINE_CMT, sub=sub), rest
     if token == "{":
