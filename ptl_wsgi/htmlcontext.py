@@ -99,7 +99,8 @@ class Context(NamedTuple):
     token (``<scr``), parsed again with the text that follows; *stack* the brace
     depths of the ``${`` of JS template literals being parsed; *foreign* the
     SVG or MathML element whose content this is (none of its elements is raw
-    text, and references are decoded in its scripts).
+    text, and references are decoded in its scripts); *escaped* that a script's
+    raw text has an open ``<!--``, after which ``<script`` is refused.
     """
 
     state: str = S_TEXT
@@ -110,6 +111,7 @@ class Context(NamedTuple):
     pending: str = ""
     stack: tuple[int, ...] = ()
     foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
+    escaped: bool = False  # in a <script> after "<!--" (the tokenizer's escaped state)
 
 
 TEXT = Context()
@@ -431,9 +433,38 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         if not final:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
+        ctx = _script_escapes(ctx, text)
         return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
+    ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
     return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
+
+
+_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />])", re.IGNORECASE)
+
+
+def _script_escapes(ctx: Context, text: str) -> Context:
+    """Follow ``<!--`` and ``-->`` in a script's raw text; refuse the double escaped state.
+
+    After ``<!--`` a ``<script`` puts the tokenizer where ``</script>`` no longer
+    ends the script (until ``-->``): the engine would end it too early.
+    """
+    if ctx.element != "script" or ctx.foreign:
+        return ctx
+    escaped = ctx.escaped
+    for match in _SCRIPT_ESCAPES.finditer(text):
+        token = match.group()
+        if token == "<!--":
+            escaped = True
+        elif token == "-->":
+            escaped = False
+        elif escaped:
+            raise ContextError(
+                "'<script' after '<!--' inside a <script>: the browser would not end the "
+                "script at its '</script>'; write '<\\/script' or '\\x3cscript' in the "
+                "JavaScript"
+            )
+    return ctx._replace(escaped=escaped) if escaped != ctx.escaped else ctx
 
 
 def _foreign_decoded(ctx: Context, text: str) -> str:

@@ -233,11 +233,6 @@ def test_regexp_after_a_parenthesis() -> None:
     assert "var s = alert(1);" not in render(source, "alert(1)")
 
 
-@hole(
-    "'<!--' then '<script' inside a script puts the browser in the script data double "
-    "escaped state, where '</script>' does not end the script; the compiler ends it there "
-    "(htmlcontext._in_element: follow the escaped states, or refuse '<!--' + '<script')"
-)
 def test_script_data_double_escaped_state() -> None:
     source = """\
         def f [html] (v):
@@ -246,7 +241,19 @@ def test_script_data_double_escaped_state() -> None:
             'var n = %s;\\n' % v
             '//--></script>'
         """
-    assert "var n = alert(1);" not in render(source, "alert(1)")
+    with pytest.raises(SyntaxError, match="'<script' after '<!--'") as raised:
+        render(source, "alert(1)")
+    assert raised.value.lineno == 3
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["<!--\\nx = 1;\\n//-->", "<!-- --> document.write(\"<script>x=1<\\\\/script>\");",
+     "document.write(\"\\x3cscript>\");"],
+)  # fmt: skip
+def test_script_comments_without_a_double_escape_are_followed(script: str) -> None:
+    source = f"def f [html] (v):\n    f'<script>{script}\\nvar n = {{v}};</script>'\n"
+    assert 'var n =  "alert(1)" ;' in render(source, "alert(1)")
 
 
 def test_percent_precision_applies_before_escaping() -> None:
