@@ -599,7 +599,31 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
             "'/' in JavaScript after branches that disagree on whether it starts a "
             "regular expression or divides"
         )
+    if text[:start].rstrip().endswith(")"):
+        _check_paren_slash(ctx, rest)
     return ctx._replace(sub=J_REGEXP), rest
+
+
+def _check_paren_slash(ctx: Context, rest: str) -> None:
+    """Refuse a "/" after ")" whose two readings the engine would follow differently.
+
+    After ``)`` a "/" divides (``(a + b) / 2``) or, after ``if (...)``, starts a
+    regular expression: which is known to the JavaScript grammar, not to the
+    engine.  Both readings are followed to the end of the line (or of the text
+    seen): if the regular expression closes there and the two end in different
+    places (a quote in it opened a string one reading sees), the text is refused.
+    """
+    line = _LINE_END.split(rest, maxsplit=1)[0]
+    as_regexp = _content(ctx._replace(state=S_JS_REGEXP, sub=""), line)
+    if as_regexp.state == S_JS_REGEXP:
+        return  # not closed on its line: no regular expression (or not known yet)
+    as_division = _content(ctx._replace(sub=J_REGEXP), line)
+    if (as_regexp.state, as_regexp.stack) != (as_division.state, as_division.stack):
+        raise ContextError(
+            "'/' after ')' in JavaScript may divide or start a regular expression, and the "
+            "two readings differ; put the regular expression in a variable first, or write "
+            "the division with spaces and parentheses that leave no doubt"
+        )
 
 
 def _js_string(ctx: Context, text: str) -> tuple[Context, str]:

@@ -222,15 +222,20 @@ def test_js_close_comment_right_after_a_string_is_refused() -> None:
         render("def f [html] (v):\n    f'<script>x = \"a\"--> `{v}`;</script>'\n", "x")
 
 
-@hole(
-    "after ')' a '/' may start a regular expression ('if (a) /re/.test(b)'); the compiler "
-    "takes a division, so a quote in the regexp opens a string it follows and the "
-    "browser does not (htmlcontext._js_slash_context; Go has the same limit: refuse a "
-    "'/' after ')', or make js_string escape what code needs, like parentheses)"
-)
 def test_regexp_after_a_parenthesis() -> None:
     source = 'def f [html] (v):\n    f\'<script>if (1) /"/.test(""); var s = {v};</script>\'\n'
-    assert "var s = alert(1);" not in render(source, "alert(1)")
+    with pytest.raises(SyntaxError, match="'/' after '\\)' in JavaScript"):
+        render(source, "alert(1)")
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["var h = (a + b) / 2, s = '{v}';", "if (a) /x/.test(b); var s = '{v}';",
+     "var h = (a) / 2 / 3; var s = '{v}';", "var h = (a) /\\n 2; var s = '{v}';"],
+)  # fmt: skip
+def test_a_slash_after_a_parenthesis_whose_readings_agree(code: str) -> None:
+    out = render(f"def f [html] (v):\n    f\"<script>{code}</script>\"\n", "'")
+    assert "s = '\\x27';" in out
 
 
 def test_script_data_double_escaped_state() -> None:
@@ -700,8 +705,7 @@ EXECUTING = {
 
 
 # The ones not yet fixed (the others are regression guards now).
-STILL_EXECUTING = {"fragment", "concatenation", "join", "scheme", "srcdoc",
-                   "regexp after )"}  # fmt: skip
+STILL_EXECUTING = {"fragment", "concatenation", "join", "scheme", "srcdoc"}
 
 
 @pytest.mark.parametrize(
