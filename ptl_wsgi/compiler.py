@@ -455,13 +455,56 @@ class _Transformer(_ScopeWalker):
         # Inside a try or with block of the template: a handler (or a context manager
         # that swallows the error) could see the output list between two statements.
         self.guarded = False
+        # The try bodies with handlers and with bodies being visited: (their start
+        # context, the keyword, its line). Between any two of their statements an
+        # exception may be caught and the output go on from there.
+        self.catchers: list[tuple[Context, str, int]] = []
 
     def error(self, message: str, node: ast.AST) -> SyntaxError:
         return _syntax_error(message, self.filename, self.lines, node)
 
+    def visit_list(self, nodes: list[Any]) -> list[Any]:
+        if self.catchers and self.tracking:
+            out = []
+            for node in nodes:
+                if isinstance(node, ast.stmt):
+                    self.check_catchable(node)
+                out.extend(_as_list(self.visit(node)))
+            return out
+        # (Not super(): one frame less for long elif chains, which nest deeply.)
+        return [new for node in nodes for new in _as_list(self.visit(node))]
+
+    def check_catchable(self, node: ast.stmt) -> None:
+        """Before *node*, the output must be where every enclosing handler starts."""
+        if self.ctx is None:
+            return
+        here = settle(self.ctx)
+        for start, guard, line in self.catchers:
+            if here != settle(start):
+                raise self.error(
+                    f"an exception here may be caught by the '{guard}' at line {line}, and "
+                    f"the output would go on from {describe(here)}, not from "
+                    f"{describe(start)} where the '{guard}' starts; close what is open "
+                    f"before this statement (in one output statement), or put the "
+                    f"'{guard}' around the whole tag",
+                    node,
+                )
+
+    @contextmanager
+    def catching(self, keyword: str, node: ast.stmt) -> Iterator[None]:
+        if not self.tracking or self.ctx is None:
+            yield
+            return
+        self.catchers.append((self.ctx, keyword, node.lineno))
+        try:
+            yield
+        finally:
+            self.catchers.pop()
+
     @contextmanager
     def scope(self, kind: str | None, tracking: bool = False) -> Iterator[None]:
         outer = self.finally_output, self.guarded, self.tracking, self.ctx, self.loops
+        catchers, self.catchers = self.catchers, []
         self.finally_output, self.guarded = None, False
         self.tracking, self.ctx, self.loops = tracking, TEXT if tracking else None, []
         try:
@@ -469,6 +512,7 @@ class _Transformer(_ScopeWalker):
                 yield
         finally:
             self.finally_output, self.guarded, self.tracking, self.ctx, self.loops = outer
+            self.catchers = catchers
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -1045,7 +1089,8 @@ class _Transformer(_ScopeWalker):
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> ast.AST:
         node.items = self.visit_list(node.items)
-        with self.guarding():
+        # A context manager may swallow the exception (contextlib.suppress).
+        with self.guarding(), self.catching("with", node):
             node.body = self.visit_list(node.body)
         return node
 
@@ -1063,7 +1108,11 @@ class _Transformer(_ScopeWalker):
             self.finally_output = output
         try:
             start = self.ctx
-            node.body = self.visit_list(node.body)
+            if node.handlers:
+                with self.catching("try", node):
+                    node.body = self.visit_list(node.body)
+            else:
+                node.body = self.visit_list(node.body)
             body_end = self.ctx
             handlers, ends = [], []
             for handler in node.handlers:

@@ -104,12 +104,12 @@ def htmlescape(value: object) -> htmltext:
 if sys.version_info >= (3, 14):
     from string.templatelib import Template
 
-    def htmlformat(template: Template) -> htmltext:
-        """A t-string as htmltext: its literal parts trusted, its interpolations escaped."""
+    def htmlformat(template: Template, /) -> htmltext:
+        """A t-string as htmltext: its literal parts trusted, each value escaped by context."""
 
 else:
     # No t-strings before Python 3.14: every call is a TypeError.
-    def htmlformat(template: Never) -> htmltext: ...
+    def htmlformat(template: Never, /) -> htmltext: ...
 
 H = htmlformat
 

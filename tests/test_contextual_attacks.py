@@ -267,12 +267,6 @@ def test_percent_precision_applies_before_escaping() -> None:
     assert render(source, 'abcd"', "-alert(1)//").startswith('<script>var t = "abcd\\x22"')
 
 
-@hole(
-    "an exception caught in the middle of a try body (or swallowed by a with) leaves the "
-    "output in the middle of a tag; the compiler assumes the handler starts where the try "
-    "did (compiler.visit_guarded_try, visit_With: every statement boundary of the body "
-    "must be in the start context, or the handler is a compile error)"
-)
 @pytest.mark.parametrize("guard", ["try", "with"])
 def test_output_cut_by_a_caught_exception(guard: str) -> None:
     if guard == "try":
@@ -298,7 +292,28 @@ def test_output_cut_by_a_caught_exception(guard: str) -> None:
                 u
                 '">x</a>'
             """
-    assert "javascript:" not in render(source, JS_URL, {})
+    with pytest.raises(SyntaxError, match=f"may be caught by the '{guard}' at line ") as raised:
+        render(source, JS_URL, {})
+    assert raised.value.lineno == (4 if guard == "try" else 5)
+
+
+def test_a_guarded_body_that_stays_in_text_between_statements_compiles() -> None:
+    source = """\
+        from contextlib import suppress
+        def f [html] (u, d):
+            try:
+                '<a href="%s">' % u
+                d['missing']
+                '</a>'
+            except KeyError:
+                pass
+            with suppress(KeyError):
+                f'<p title="{u}">'
+                if u:
+                    d['missing']
+            '</p>'
+        """
+    assert render(source, JS_URL, {}) == f'<a href="{UNSAFE_URL}"><p title="{JS_URL}"></p>'
 
 
 def test_leading_control_character_in_a_url() -> None:
