@@ -230,27 +230,32 @@ def htmlformat(template: Any, /) -> Any:
     (a tag name) or that do not end in text are a ValueError.
     """
     text_only = _text_plans.get(getattr(template, "strings", None))
+    if text_only is None:
+        text_only = _plan(template)
     if text_only:
         for interpolation in template.interpolations:
             if type(interpolation.value).__name__ == "Template":
                 break  # a nested t-string is planned on its own (contextual_format)
         else:
             return _twin_htmlformat(template)
-    return _contextual_htmlformat(template)
+    # Imported here: escapers (re, the context engine) is not needed by a cached render.
+    from ptl_wsgi.escapers import contextual_format
+
+    return contextual_format(template)
 
 
-def _contextual_htmlformat(template: Any) -> Any:
+def _plan(template: Any) -> bool:
+    """Plan *template*'s strings (cached): whether every value lands in a text-like context."""
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or type(template).__name__ != "Template":
         return _twin_htmlformat(template)  # the twin's TypeError
-    # Imported here: escapers (re, the context engine) is not needed by a cached render.
-    from ptl_wsgi.escapers import contextual_format, plan
+    from ptl_wsgi.escapers import plan
 
     text_only = all(escaper is None for escaper in plan(strings))  # ValueError if none fits
     if len(_text_plans) >= 1024:
         _text_plans.clear()  # templates are few; a flood of distinct ones is not kept
     _text_plans[strings] = text_only
-    return contextual_format(template)
+    return text_only
 
 
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.
