@@ -720,7 +720,8 @@ EXECUTING = {
 
 
 # The ones not yet fixed (the others are regression guards now).
-STILL_EXECUTING = {"fragment", "concatenation", "join", "scheme", "srcdoc"}
+STILL_EXECUTING = {"scheme", "srcdoc"}
+DESIGN_LIMITS = {"fragment", "concatenation", "join"}  # docs/contextual-escaping.md
 
 
 @pytest.mark.parametrize(
@@ -729,7 +730,8 @@ STILL_EXECUTING = {"fragment", "concatenation", "join", "scheme", "srcdoc"}
         pytest.param(
             name,
             marks=[*browser_only]
-            + ([hole(f"runs script in Chromium: {name}")] if name in STILL_EXECUTING else []),
+            + ([hole(f"runs script in Chromium: {name}")] if name in STILL_EXECUTING else [])
+            + ([_UNTRACKED_LIMIT] if name in DESIGN_LIMITS else []),
         )
         for name in EXECUTING
     ],
