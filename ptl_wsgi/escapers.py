@@ -149,10 +149,19 @@ def _url_query(text: str) -> str:
     return _URL_KEEP_QUERY.sub(_percent, text)
 
 
+# Scheme names that run script: a value that is one of them, alone at the start of a
+# URL, becomes that scheme with the literal ":" after it (f'{proto}://{host}').
+_SCRIPT_SCHEMES = frozenset({"javascript", "vbscript", "livescript", "data"})
+_URL_IGNORED = re.compile("[\t\n\r]")  # browsers drop them anywhere in a URL
+
+
 def _url(text: str) -> str:
     from ptl_wsgi.safety import UNSAFE_URL, is_safe_url
 
     if not is_safe_url(text):
+        return UNSAFE_URL
+    word = _URL_IGNORED.sub("", text).lstrip("".join(map(chr, range(0x21)))).lower()
+    if word in _SCRIPT_SCHEMES:
         return UNSAFE_URL
     return _url_path(text)
 
