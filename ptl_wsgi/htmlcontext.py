@@ -419,6 +419,9 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         end = after = cut
     inner = ctx._replace(delim="")
     value = unescape(text[:end]) if "&" in text[:end] else text[:end]
+    if ctx.attr == K_HTML:
+        # srcdoc: its decoded text so far (a document of its own, checked at each value).
+        inner = inner._replace(sub=inner.sub + value)
     inner = _content(inner, value)
     if end == len(text):
         return inner._replace(delim=ctx.delim, pending=held), ""
@@ -864,12 +867,29 @@ def escaper_for(ctx: Context) -> str | None:
 def _base(ctx: Context) -> str:
     state = ctx.state
     if state == S_ATTR:
-        return "srcdoc" if ctx.attr == K_HTML else "text"
+        if ctx.attr == K_HTML:
+            _check_srcdoc(ctx.sub)
+            return "srcdoc"
+        return "text"
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
         if ctx.sub == "open":
             return "url"
         return _URL_BASES.get(ctx.sub, "url_query")
     return _BASES[state]
+
+
+def _check_srcdoc(document: str) -> None:
+    """A value in srcdoc must land in the inner document's text (or a quoted plain value)."""
+    inner = settle(advance(TEXT, document))
+    if (inner.state in (S_TEXT, S_RCDATA) and not inner.pending) or (
+        inner.state == S_ATTR and inner.delim in ("\"", "'") and inner.attr == K_PLAIN
+    ):
+        return
+    raise ContextError(
+        f"a value in srcdoc would land in {describe(inner)} of the inner document, where "
+        "double HTML escaping does not protect it; put only text there, or build the inner "
+        "document as a template of its own and pass its result"
+    )
 
 
 def after_value(ctx: Context) -> Context:
