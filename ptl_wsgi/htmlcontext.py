@@ -76,6 +76,7 @@ S_CSS_LINE_CMT = "css_line_comment"
 
 # Attribute kinds
 K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", "css", "html"
+K_URL_LIST = "url_list"  # SVG animation "values": ";"-separated, each item may be a URL
 
 # URL parts (sub of S_URL and the CSS url states)
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
@@ -130,7 +131,7 @@ _URL_ATTRIBUTES = frozenset(
         "action", "background", "cite", "codebase", "data", "formaction", "href",
         "icon", "longdesc", "lowsrc", "dynsrc", "manifest", "poster", "src",
         "classid", "archive", "profile", "usemap", "itemtype", "itemid", "attributionsrc",
-        "ping", "from", "to", "by", "values", "base", "xmlns",
+        "ping", "from", "to", "by", "base", "xmlns",
     }
 )  # fmt: skip
 _SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
@@ -161,6 +162,8 @@ def attribute_kind(name: str) -> str:
         return K_HTML
     if local in _SRCSET_ATTRIBUTES:
         return K_SRCSET
+    if local == "values":
+        return K_URL_LIST
     if local in _URL_ATTRIBUTES or name.startswith("xmlns"):
         return K_URL
     # As Go does: a name that speaks of a URL is taken for one (the strictest that fits).
@@ -368,7 +371,7 @@ def _value_start(ctx: Context, delim: str) -> Context:
     base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign)
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
-    if kind == K_SRCSET:
+    if kind in (K_SRCSET, K_URL_LIST):
         return base._replace(state=S_SRCSET)
     if kind == K_JS:
         return base._replace(state=S_JS, sub=J_REGEXP)
@@ -866,6 +869,8 @@ def escaper_for(ctx: Context) -> str | None:
 
 def _base(ctx: Context) -> str:
     state = ctx.state
+    if state == S_SRCSET and ctx.attr == K_URL_LIST:
+        return "url_list"
     if state == S_ATTR:
         if ctx.attr == K_HTML:
             _check_srcdoc(ctx.sub)
@@ -1008,6 +1013,7 @@ _KINDS = {
     K_PLAIN: "",
     K_URL: "URL ",
     K_SRCSET: "srcset ",
+    K_URL_LIST: "URL list ",
     K_JS: "event handler ",
     K_CSS: "style ",
     K_HTML: "srcdoc ",
