@@ -48,6 +48,7 @@ from ptl_wsgi.htmlcontext import (
     advance,
     after_value,
     describe,
+    ends_in_text,
     escaper_for,
     join,
     settle,
@@ -88,13 +89,17 @@ _ESCAPER = "_ptl_esc_"  # + the escaper's name in ptl_wsgi.escapers
 _CONTEXT_HELPERS = (
     ("format_value", "_ptl_ctx_format"),
     ("percent_value", "_ptl_ctx_percent"),
+    ("percent_field", "_ptl_ctx_field"),
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
 )
 # Escapers (without their HTML layer) that leave an int's str as it is.
 _INT_SAFE = frozenset(
-    {"text", "url", "url_path", "url_query", "srcset", "js_string", "css", "css_string", "srcdoc"}
-)
+    {
+        "text", "url", "url_path", "url_slash", "url_query", "srcset", "js_string", "css",
+        "css_string", "srcdoc", "url_list",
+    }
+)  # fmt: skip
 
 
 def _layerless(escaper: str) -> str:
@@ -143,6 +148,7 @@ class _Value:
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
     escaper: str | None = None  # where the value lands needs more than HTML escaping
+    nested: bool = False  # a literal f-string or t-string, not visited yet (see value_code)
 
 
 _Piece = _Text | _Value
@@ -479,13 +485,56 @@ class _Transformer(_ScopeWalker):
         # Inside a try or with block of the template: a handler (or a context manager
         # that swallows the error) could see the output list between two statements.
         self.guarded = False
+        # The try bodies with handlers and with bodies being visited: (their start
+        # context, the keyword, its line). Between any two of their statements an
+        # exception may be caught and the output go on from there.
+        self.catchers: list[tuple[Context, str, int]] = []
 
     def error(self, message: str, node: _Spot) -> SyntaxError:
         return _syntax_error(message, self.filename, self.lines, node)
 
+    def visit_list(self, nodes: list[Any]) -> list[Any]:
+        if self.catchers and self.tracking:
+            out = []
+            for node in nodes:
+                if isinstance(node, ast.stmt):
+                    self.check_catchable(node)
+                out.extend(_as_list(self.visit(node)))
+            return out
+        # (Not super(): one frame less for long elif chains, which nest deeply.)
+        return [new for node in nodes for new in _as_list(self.visit(node))]
+
+    def check_catchable(self, node: ast.stmt) -> None:
+        """Before *node*, the output must be where every enclosing handler starts."""
+        if self.ctx is None:
+            return
+        here = settle(self.ctx)
+        for start, guard, line in self.catchers:
+            if here != settle(start):
+                raise self.error(
+                    f"an exception here may be caught by the '{guard}' at line {line}, and "
+                    f"the output would go on from {describe(here)}, not from "
+                    f"{describe(start)} where the '{guard}' starts; close what is open "
+                    f"before this statement (in one output statement), or put the "
+                    f"'{guard}' around the whole tag",
+                    node,
+                )
+
+    @contextmanager
+    def catching(self, keyword: str, node: ast.stmt) -> Iterator[None]:
+        if not self.tracking or self.ctx is None:
+            yield
+            return
+        self.catchers.append((self.ctx, keyword, node.lineno))
+        try:
+            yield
+        finally:
+            self.catchers.pop()
+
     @contextmanager
     def scope(self, kind: str | None, tracking: bool = False) -> Iterator[None]:
         outer = self.finally_output, self.guarded, self.tracking, self.ctx, self.loops
+        catchers, self.catchers = self.catchers, []
         self.finally_output, self.guarded = None, False
         self.tracking, self.ctx, self.loops = tracking, TEXT if tracking else None, []
         try:
@@ -493,6 +542,7 @@ class _Transformer(_ScopeWalker):
                 yield
         finally:
             self.finally_output, self.guarded, self.tracking, self.ctx, self.loops = outer
+            self.catchers = catchers
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -753,7 +803,7 @@ class _Transformer(_ScopeWalker):
         """A template's output must end in text (where it starts) wherever it ends."""
         # A lone "<" at the end is text to a browser (and a template's output is assumed
         # balanced by its callers).
-        if not self.tracking or ctx is None or settle(ctx)._replace(pending="") == TEXT:
+        if not self.tracking or ctx is None or ends_in_text(ctx):
             return
         where = (
             self.header(template)
@@ -901,7 +951,15 @@ class _Transformer(_ScopeWalker):
                 pieces.append(_Text(text, part))
             elif isinstance(part, ast.FormattedValue):
                 spec = None if _empty_spec(part) else self.spec(part)
-                pieces.append(_Value(self.visit(part.value), part, _FIELD, part.conversion, spec))
+                if _is_fstring(part.value):
+                    # Visited once its context is known: markup in text, a str elsewhere.
+                    pieces.append(
+                        _Value(part.value, part, _FIELD, part.conversion, spec, nested=True)
+                    )
+                else:
+                    pieces.append(
+                        _Value(self.visit(part.value), part, _FIELD, part.conversion, spec)
+                    )
         return pieces
 
     def percent_pieces(self, node: ast.BinOp) -> list[_Piece] | None:
@@ -1013,6 +1071,12 @@ class _Transformer(_ScopeWalker):
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""
+        if piece.nested:
+            piece.nested = False
+            if piece.escaper is None:
+                piece.value = self.visit(piece.value)
+            else:
+                piece.value = self.plain_fstring(piece.value)
         if piece.escaper is not None:
             return self.escaped(piece, piece.escaper)
         node, expr = piece.node, piece.value
@@ -1058,7 +1122,8 @@ class _Transformer(_ScopeWalker):
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> ast.AST:
         node.items = self.visit_list(node.items)
-        with self.guarding():
+        # A context manager may swallow the exception (contextlib.suppress).
+        with self.guarding(), self.catching("with", node):
             node.body = self.visit_list(node.body)
         return node
 
@@ -1076,7 +1141,11 @@ class _Transformer(_ScopeWalker):
             self.finally_output = output
         try:
             start = self.ctx
-            node.body = self.visit_list(node.body)
+            if node.handlers:
+                with self.catching("try", node):
+                    node.body = self.visit_list(node.body)
+            else:
+                node.body = self.visit_list(node.body)
             body_end = self.ctx
             handlers, ends = [], []
             for handler in node.handlers:
@@ -1146,7 +1215,12 @@ class _Transformer(_ScopeWalker):
             escaper = next(escapers)
             if escaper is not None:
                 spec = None if _empty_spec(part) else self.spec(part)
-                piece = _Value(self.visit(part.value), part, _FIELD, part.conversion, spec)
+                value = (
+                    self.plain_fstring(part.value)
+                    if _is_fstring(part.value)
+                    else self.visit(part.value)
+                )
+                piece = _Value(value, part, _FIELD, part.conversion, spec)
                 part.value = self.escaped(piece, escaper)
                 part.conversion = -1
                 part.format_spec = None
@@ -1176,6 +1250,16 @@ class _Transformer(_ScopeWalker):
         self.visit_spec_fields(spec)
         return spec
 
+    def plain_fstring(self, node: ast.expr) -> ast.expr:
+        """A literal f-string (or t-string) nested in a field outside text, as a plain str.
+
+        Its markup was made for text: where it lands outside text (a URL, a
+        script) the whole is a value, escaped there like any other.
+        """
+        fstring = _as_fstring(node) if not isinstance(node, ast.JoinedStr) else node
+        self.visit_spec_fields(fstring)
+        return fstring
+
     def visit_spec_fields(self, spec: ast.JoinedStr) -> None:
         # The spec stays an f-string (so a str); the expressions in it are template code.
         for field in spec.values:
@@ -1203,12 +1287,34 @@ class _Transformer(_ScopeWalker):
         conversions = [hole for _, hole in holes if hole is not None]
         numeric = [conversion in _NUMERIC_CONVERSIONS for _, conversion in conversions]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
-        self.generic_visit(node)  # (in place, as NodeTransformer's does)
         wanted = [
             i
             for i, (escaper, (_, conversion)) in enumerate(zip(escapers, conversions, strict=True))
             if escaper is not None and conversion not in _NUMERIC_CONVERSIONS
         ]  # fmt: skip
+        # A dict display's str keys, read before visiting hoists them into names.
+        dict_keys: dict[str, int] = {}
+        if isinstance(node.right, ast.Dict):
+            for index, key in enumerate(node.right.keys):
+                if isinstance(key, ast.Constant) and type(key.value) is str:
+                    dict_keys.setdefault(key.value, index)
+        fields = _percent_fields(node.left.value)
+        specs: list[str | None] = [None] * len(conversions)
+        if wanted:
+            # An escaped field's conversion, flags, width and precision are applied to the
+            # value before its escaper (as an f-string's spec is); the format keeps a
+            # plain %s for the escaped text (a precision must not cut an escape short).
+            fmt = node.left.value
+            for i in sorted(wanted, reverse=True):
+                match = fields[i]
+                after_key = match.start() + 1 if match.group(1) is None else match.end(1) + 1
+                spec = "%" + fmt[after_key : match.end()]
+                if spec != "%s":
+                    specs[i] = spec
+                    plain = "%s" if match.group(1) is None else f"%({match.group(1)})s"
+                    fmt = fmt[: match.start()] + plain + fmt[match.end() :]
+            node.left = _located(ast.Constant(fmt), node.left)
+        node = self.generic_visit(node)
         if not wanted:
             return node
         right = node.right
@@ -1221,40 +1327,46 @@ class _Transformer(_ScopeWalker):
             ):
                 if len(right.elts) == len(conversions):
                     for i in wanted:
-                        right.elts[i] = self.percent_escaped(
-                            right.elts[i], conversions[i][1], escapers[i]
-                        )
+                        right.elts[i] = self.percent_escaped(right.elts[i], specs[i], escapers[i])
                 return node  # a wrong count raises as str's % does
             if len(conversions) == 1:
                 left = node.left
                 fmt = _name(left.id, left) if isinstance(left, ast.Name) else left
                 self.helpers.add("_ptl_ctx_percent")
                 value = _call(_name("_ptl_ctx_percent", right), [right, fmt], right)
-                escaped = self.percent_escaped(value, conversions[0][1], escapers[0])
+                escaped = self.percent_escaped(value, specs[0], escapers[0])
                 node.right = _located(ast.Tuple([escaped], ast.Load()), right)
                 return node
-        elif (names := [k for k in keys if k is not None]) == keys and isinstance(
-            right, ast.Dict
-        ):
-            values = {
-                key.value: index for index, key in enumerate(right.keys)
-                if isinstance(key, ast.Constant) and type(key.value) is str
-            }  # fmt: skip
-            if all(names[i] in values for i in wanted) and None not in right.keys:
+        elif all(k is not None for k in keys) and isinstance(right, ast.Dict):
+            uses: dict[str | None, set[tuple[str | None, str | None, str]]] = {}
+            for i, (key, conversion) in enumerate(conversions):
+                uses.setdefault(key, set()).add((escapers[i], specs[i], conversion))
+            if any(len(uses[keys[i]]) > 1 for i in wanted):
+                # One dict value escaped two ways: the first escaper's markup would be
+                # trusted where the second lands.
+                raise self.error(
+                    "a '%' key is used where HTML needs different escaping (or "
+                    "formatting) of its value; give each place its own key",
+                    node,
+                )
+            if all(keys[i] in dict_keys for i in wanted) and None not in right.keys:
                 for i in wanted:
-                    index = values[names[i]]
+                    index = dict_keys[keys[i]]
                     right.values[index] = self.percent_escaped(
-                        right.values[index], conversions[i][1], escapers[i]
+                        right.values[index], specs[i], escapers[i]
                     )
                 return node
         raise self.fragment_error(node)
 
-    def percent_escaped(self, value: ast.expr, conversion: str, escaper: str | None) -> ast.expr:
+    def percent_escaped(self, value: ast.expr, spec: str | None, escaper: str | None) -> ast.expr:
+        """*value* of a %-field escaped; *spec* (``%r``, ``%.5s``, ...) formats it first."""
         assert escaper is not None
-        code = {"s": -1, "r": 114, "a": 97}[conversion]
-        return self.escaped(
-            _Value(value, value, _PERCENT, conversion=code if code != -1 else -1), escaper
-        )
+        if spec is not None:
+            self.helpers.add("_ptl_ctx_field")
+            value = _call(
+                _name("_ptl_ctx_field", value), [value, _located(ast.Constant(spec), value)], value
+            )
+        return self.escaped(_Value(value, value, _PERCENT), escaper)
 
     def fragment_error(self, node: _Spot) -> SyntaxError:
         return self.error(
@@ -1347,6 +1459,26 @@ def _percent_holes(fmt: str) -> list[tuple[str, tuple[str | None, str] | None]] 
         star = "*" if "*" in (width, precision) else key
         holes.append(("".join(text), (star, conversion)))
         text = []
+
+
+def _is_fstring(node: ast.expr) -> bool:
+    """Whether *node* is a literal f-string or t-string."""
+    return isinstance(node, ast.JoinedStr) or (
+        _TemplateStr is not None and isinstance(node, _TemplateStr)
+    )
+
+
+def _percent_fields(fmt: str) -> list[re.Match[str]]:
+    """The conversion fields of *fmt* (valid, as _percent_holes found it), without ``%%``."""
+    fields: list[re.Match[str]] = []
+    index = fmt.find("%")
+    while index >= 0:
+        match = _PERCENT_SPEC.match(fmt, index)
+        assert match is not None
+        if match.group(4) != "%":
+            fields.append(match)
+        index = fmt.find("%", match.end())
+    return fields
 
 
 def _opts_out(body: list[ast.stmt]) -> bool:

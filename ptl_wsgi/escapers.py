@@ -33,6 +33,7 @@ __all__ = [
     "UNSAFE_CSS",
     "contextual_format",
     "format_value",
+    "percent_field",
     "percent_value",
     "plan",
 ]
@@ -76,6 +77,11 @@ def percent_value(value: Any, fmt: Any) -> Any:
             raise ValueError("percent_value(): fmt must have one field")
         value = tuple.__getitem__(value, 0)
     return value
+
+
+def percent_field(value: Any, spec: str) -> str:
+    """*value* formatted by one %-field *spec* (``%r``, ``%.5s``: no key), before its escaper."""
+    return spec % (value,)
 
 
 def _markup(value: Any) -> Any:
@@ -130,9 +136,21 @@ def _url_path(text: str) -> str:
     return _URL_KEEP_PATH.sub(_percent, text)
 
 
+def _url_slash(text: str) -> str:
+    """Right after a leading "/" (or "scheme:"): as a path, but it cannot start a host."""
+    text = _url_path(text)
+    return "%2F" + text[1:] if text.startswith("/") else text
+
+
 def _url_query(text: str) -> str:
     """Encode everything but unreserved characters: the value is one URL component."""
     return _URL_KEEP_QUERY.sub(_percent, text)
+
+
+# Scheme names that run script: a value that is one of them, alone at the start of a
+# URL, becomes that scheme with the literal ":" after it (f'{proto}://{host}').
+_SCRIPT_SCHEMES = frozenset({"javascript", "vbscript", "livescript", "data"})
+_URL_IGNORED = re.compile("[\t\n\r]")  # browsers drop them anywhere in a URL
 
 
 def _url(text: str) -> str:
@@ -140,7 +158,24 @@ def _url(text: str) -> str:
 
     if not is_safe_url(text):
         return UNSAFE_URL
+    word = _URL_IGNORED.sub("", text).lstrip("".join(map(chr, range(0x21)))).lower()
+    if word in _SCRIPT_SCHEMES:
+        return UNSAFE_URL
     return _url_path(text)
+
+
+def _url_list(text: str) -> str:
+    """SVG animation ``values``: every ";"-separated item is checked as a URL's start.
+
+    Items are kept as they are (the list also holds numbers: "0 0;1 1"); the HTML
+    layer escapes what could end the attribute.
+    """
+    for item in text.split(";"):
+        if item.strip() and _url(item.strip()) != _url_path(item.strip()):
+            from ptl_wsgi.safety import UNSAFE_URL
+
+            return UNSAFE_URL
+    return text
 
 
 _SRCSET_DESCRIPTOR = re.compile(r"\d+(?:\.\d+)?[wx]\Z")
@@ -253,8 +288,10 @@ _BASES: dict[str, Callable[[str], str]] = {
     "drop": _drop,
     "url": _url,
     "url_path": _url_path,
+    "url_slash": _url_slash,
     "url_query": _url_query,
     "srcset": _srcset,
+    "url_list": _url_list,
     "js_string": _js_string,
     "js_regexp": _js_regexp,
     "css": _css,
@@ -318,9 +355,13 @@ def _attr_name(value: Any) -> Any:
 
 
 def _tag_attrs(value: Any) -> Any:
-    """Right after a tag's name: attribute names as between attributes, after a space."""
+    """Right after a tag's name: attribute names as between attributes, after a space.
+
+    The space is there even for an empty value: "<scr" + "" + "ipt>" must not be
+    the <script> the compiler did not see.
+    """
     escaped = _attr_name(value)
-    if escaped and type(value) is not htmltext and not hasattr(value, "__html__"):
+    if type(value) is not htmltext and not hasattr(value, "__html__"):
         return htmltext(" " + escaped)
     return escaped
 
@@ -380,7 +421,8 @@ def contextual_format(template: Any) -> htmltext:
     """A PEP 750 Template as htmltext, each value escaped for the context it lands in.
 
     Conversion and format spec are applied first, then the escaper; markup
-    values and nested Templates (formatted the same way, as markup) are kept.
+    values are kept; a nested Template is formatted the same way, kept as
+    markup in a text-like context and escaped as a value anywhere else.
     """
     strings = tuple(template.strings)
     escapers = plan(strings)
@@ -392,6 +434,10 @@ def contextual_format(template: Any) -> htmltext:
         value = interpolation.value
         if _is_template(value) and interpolation.conversion is None:
             value = contextual_format(value)
+            if escaper is not None:
+                # Markup made for text: outside text it is a value like any other (its
+                # own values were escaped for text, not for where it lands).
+                value = str(value)
         conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
         spec = interpolation.format_spec
         if escaper is None:

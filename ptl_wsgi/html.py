@@ -210,7 +210,54 @@ IMPLEMENTATION: str = _active.name
 
 htmltext = _active.htmltext
 htmlescape = _active.htmlescape
-htmlformat = _active.htmlformat
+_twin_htmlformat = _active.htmlformat
+# Per distinct literal parts: whether every value lands in a text-like context (text,
+# RCDATA, a quoted plain attribute), where the twin's own htmlformat is exact.
+_text_plans: dict[tuple[str, ...], bool] = {}
+
+
+def htmlformat(template: Any, /) -> Any:
+    """A t-string as htmltext, each value escaped for the context it lands in.
+
+    ``htmlformat(t'<a href="{url}">{label}</a>')`` does what the compiler does
+    for an ``[html]`` template (docs/contextual-escaping.md): the literal parts
+    are trusted and parsed once per distinct ``strings`` tuple; a value in text
+    or a quoted plain attribute is HTML-escaped (by the twin's own
+    ``htmlformat``), a value in a URL, script, style, unquoted attribute, ...
+    gets that context's escaper.  A nested t-string is formatted the same way,
+    and escaped as a value where it lands outside text.  Anything but a
+    Template is a TypeError; literal parts that put a value where none may go
+    (a tag name) or that do not end in text are a ValueError.
+    """
+    text_only = _text_plans.get(getattr(template, "strings", None))
+    if text_only is None:
+        text_only = _plan(template)
+    if text_only:
+        for interpolation in template.interpolations:
+            if type(interpolation.value).__name__ == "Template":
+                break  # a nested t-string is planned on its own (contextual_format)
+        else:
+            return _twin_htmlformat(template)
+    # Imported here: escapers (re, the context engine) is not needed by a cached render.
+    from ptl_wsgi.escapers import contextual_format
+
+    return contextual_format(template)
+
+
+def _plan(template: Any) -> bool:
+    """Plan *template*'s strings (cached): whether every value lands in a text-like context."""
+    strings = getattr(template, "strings", None)
+    if type(strings) is not tuple or type(template).__name__ != "Template":
+        return _twin_htmlformat(template)  # the twin's TypeError
+    from ptl_wsgi.escapers import plan
+
+    text_only = all(escaper is None for escaper in plan(strings))  # ValueError if none fits
+    if len(_text_plans) >= 1024:
+        _text_plans.clear()  # templates are few; a flood of distinct ones is not kept
+    _text_plans[strings] = text_only
+    return text_only
+
+
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.
 H = htmlformat
 stringify = _active.stringify

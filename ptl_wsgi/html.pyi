@@ -105,7 +105,7 @@ if sys.version_info >= (3, 14):
     from string.templatelib import Template
 
     def htmlformat(template: Template, /) -> htmltext:
-        """A t-string as htmltext: its literal parts trusted, its interpolations escaped."""
+        """A t-string as htmltext: its literal parts trusted, each value escaped by context."""
 
     def H(template: Template, /) -> htmltext:
         """Short for :func:`htmlformat` (the same function)."""

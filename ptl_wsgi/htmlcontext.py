@@ -36,6 +36,7 @@ __all__ = [
     "after_value",
     "attribute_kind",
     "describe",
+    "ends_in_text",
     "escaper_for",
     "join",
     "plan",
@@ -75,11 +76,13 @@ S_CSS_LINE_CMT = "css_line_comment"
 
 # Attribute kinds
 K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", "css", "html"
+K_URL_LIST = "url_list"  # SVG animation "values": ";"-separated, each item may be a URL
 
 # URL parts (sub of S_URL and the CSS url states)
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
 U_SCHEME = "scheme"  # only scheme characters so far: a value could complete a scheme
 U_PATH = "path"  # past the scheme, before ? or #
+U_SLASH = "path start"  # just "/" or "scheme:" (or "scheme:/"): a "/" next would start a host
 U_QUERY = "query"  # in the query or fragment
 U_UNKNOWN = "unknown"  # where branches met in different parts
 # JS: what a "/" means next
@@ -97,7 +100,8 @@ class Context(NamedTuple):
     token (``<scr``), parsed again with the text that follows; *stack* the brace
     depths of the ``${`` of JS template literals being parsed; *foreign* the
     SVG or MathML element whose content this is (none of its elements is raw
-    text, and references are decoded in its scripts).
+    text, and references are decoded in its scripts); *escaped* that a script's
+    raw text has an open ``<!--``, after which ``<script`` is refused.
     """
 
     state: str = S_TEXT
@@ -108,6 +112,7 @@ class Context(NamedTuple):
     pending: str = ""
     stack: tuple[int, ...] = ()
     foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
+    escaped: bool = False  # in a <script> after "<!--" (the tokenizer's escaped state)
 
 
 TEXT = Context()
@@ -126,10 +131,19 @@ _URL_ATTRIBUTES = frozenset(
         "action", "background", "cite", "codebase", "data", "formaction", "href",
         "icon", "longdesc", "lowsrc", "dynsrc", "manifest", "poster", "src",
         "classid", "archive", "profile", "usemap", "itemtype", "itemid", "attributionsrc",
-        "ping", "from", "to", "by", "values", "base", "xmlns",
+        "ping", "from", "to", "by", "base", "xmlns",
     }
 )  # fmt: skip
 _SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
+
+
+# Attributes that a JavaScript framework evaluates as code, after the browser decoded
+# them (so HTML escaping does not protect them): htmx's hx-on*, Alpine's directives
+# and its @/: shorthands, Vue's v-* (and @, :), AngularJS's ng-*, Knockout's data-bind.
+_FRAMEWORK_CODE = re.compile(
+    r"(?:[@:]|hx-on|v-|ng[-:_]|x-(?:data|init|show|bind|on|text|html|model|modelable|for"
+    r"|effect|if|id)(?:\Z|[:.])|bind\Z)"
+)
 
 
 def attribute_kind(name: str) -> str:
@@ -137,6 +151,8 @@ def attribute_kind(name: str) -> str:
     name = name.lower()
     if name.startswith("data-"):
         name = name[5:]  # data-href is a URL to the scripts that read it
+    if _FRAMEWORK_CODE.match(name):
+        return K_JS
     local = name.rpartition(":")[2]
     if name.startswith("on") or local.startswith("on"):
         return K_JS
@@ -146,6 +162,8 @@ def attribute_kind(name: str) -> str:
         return K_HTML
     if local in _SRCSET_ATTRIBUTES:
         return K_SRCSET
+    if local == "values":
+        return K_URL_LIST
     if local in _URL_ATTRIBUTES or name.startswith("xmlns"):
         return K_URL
     # As Go does: a name that speaks of a URL is taken for one (the strictest that fits).
@@ -179,15 +197,25 @@ _BREAKOUT = frozenset(
     "u ul var".split()
 )
 _SPACE = " \t\n\r\f"
-# HTML's whitespace is _SPACE only: \v, U+00A0 and the other characters \s also
-# matches are part of a name or an unquoted value, as they are to a browser.
-_TAG_NAME = re.compile(r"[^ \t\n\r\f/>]*")
-_TAG_START = re.compile(r"</?[A-Za-z][^ \t\n\r\f/>]*")
-_ATTR_NAME = re.compile(r"[^ \t\n\r\f/>][^ \t\n\r\f/>=]*")
-_UNQUOTED_END = re.compile(r"[ \t\n\r\f>]")
+# HTML's spaces are these five alone (not Python's \s: no \v, no-break or Unicode spaces).
+_TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
+_TAG_START = re.compile(r"</?[A-Za-z][^\t\n\f\r />]*")
+_ATTR_NAME = re.compile(r"[^\t\n\f\r />][^\t\n\f\r />=]*")
+_UNQUOTED_END = re.compile(r"[\t\n\f\r >]")
 _END_TAGS = {
-    name: re.compile(rf"</{name}(?=[ \t\n\r\f/>]|\Z)", re.IGNORECASE) for name in _CONTENT
+    name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE) for name in _CONTENT
 }
+# Characters a reader takes for a space and a browser for part of a name or value.
+_ODD_SPACE = re.compile(r"[^\S\t\n\f\r ]")
+
+
+def _refuse_odd_space(text: str) -> None:
+    match = _ODD_SPACE.search(text)
+    if match is not None:
+        raise ContextError(
+            f"{match.group()!r} in a tag is not an HTML space (a browser takes it for part "
+            "of a name or value); use a plain space"
+        )
 
 
 def advance(ctx: Context, text: str, final: bool = False) -> Context:
@@ -241,6 +269,7 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             name = match.group()
             if len(name) == len(rest):
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
+            _refuse_odd_space(name)
             name = name.lower()
             foreign = "" if name in _BREAKOUT else ctx.foreign
             if foreign:
@@ -307,6 +336,7 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     match = _ATTR_NAME.match(stripped)
     assert match is not None  # (stripped is not empty and does not start with ">")
     name = match.group()
+    _refuse_odd_space(name)
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
     return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
@@ -341,7 +371,7 @@ def _value_start(ctx: Context, delim: str) -> Context:
     base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign)
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
-    if kind == K_SRCSET:
+    if kind in (K_SRCSET, K_URL_LIST):
         return base._replace(state=S_SRCSET)
     if kind == K_JS:
         return base._replace(state=S_JS, sub=J_REGEXP)
@@ -383,6 +413,8 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         if end < 0:
             end = len(text)
         after = end + 1
+    if ctx.delim == " ":
+        _refuse_odd_space(text[:end])
     held = ""
     if end == len(text) and not final:
         cut = _last_word(text)
@@ -390,6 +422,9 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         end = after = cut
     inner = ctx._replace(delim="")
     value = unescape(text[:end]) if "&" in text[:end] else text[:end]
+    if ctx.attr == K_HTML:
+        # srcdoc: its decoded text so far (a document of its own, checked at each value).
+        inner = inner._replace(sub=inner.sub + value)
     inner = _content(inner, value)
     if end == len(text):
         return inner._replace(delim=ctx.delim, pending=held), ""
@@ -404,9 +439,38 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         if not final:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
+        ctx = _script_escapes(ctx, text)
         return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
+    ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
     return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
+
+
+_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />])", re.IGNORECASE)
+
+
+def _script_escapes(ctx: Context, text: str) -> Context:
+    """Follow ``<!--`` and ``-->`` in a script's raw text; refuse the double escaped state.
+
+    After ``<!--`` a ``<script`` puts the tokenizer where ``</script>`` no longer
+    ends the script (until ``-->``): the engine would end it too early.
+    """
+    if ctx.element != "script" or ctx.foreign:
+        return ctx
+    escaped = ctx.escaped
+    for match in _SCRIPT_ESCAPES.finditer(text):
+        token = match.group()
+        if token == "<!--":
+            escaped = True
+        elif token == "-->":
+            escaped = False
+        elif escaped:
+            raise ContextError(
+                "'<script' after '<!--' inside a <script>: the browser would not end the "
+                "script at its '</script>'; write '<\\/script' or '\\x3cscript' in the "
+                "JavaScript"
+            )
+    return ctx._replace(escaped=escaped) if escaped != ctx.escaped else ctx
 
 
 def _foreign_decoded(ctx: Context, text: str) -> str:
@@ -429,6 +493,13 @@ def _url(ctx: Context, text: str) -> tuple[Context, str]:
 
 
 _SCHEME_CHARS = re.compile(r"[A-Za-z0-9+.\-]*")
+# Browsers strip leading C0 controls and spaces from a URL; "\\" is "/" in http(s) URLs.
+_URL_LEADING = "".join(map(chr, range(0x21)))
+# Where a value starting with "/" would start a host: after "/", "scheme:/", or the
+# "scheme:" of a special scheme (whose authority may follow any slashes).
+_BEFORE_HOST = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?[/\\]|(?:https?|ftp|wss?|file):", re.IGNORECASE
+)
 
 
 def _url_part(part: str, text: str) -> str:
@@ -437,12 +508,14 @@ def _url_part(part: str, text: str) -> str:
     if part == U_UNKNOWN:
         return U_UNKNOWN
     if part in (U_START, U_SCHEME):
-        text = text.lstrip(_SPACE) if part == U_START else text
+        text = text.lstrip(_URL_LEADING) if part == U_START else text
         if not text:
             return part
         # Only scheme characters so far: a value could still complete "javascript:".
         if _SCHEME_CHARS.fullmatch(text):
             return U_SCHEME
+        if part == U_START and _BEFORE_HOST.fullmatch(text):
+            return U_SLASH  # a value starting with "/" would make "//host"
     return U_PATH
 
 
@@ -473,6 +546,25 @@ def _js_slash_context(before: str, ctx_sub: str) -> str:
     return J_REGEXP  # after an operator, punctuation or "}"
 
 
+def _at_line_start(before: str) -> bool:
+    """Whether a "-->" after JS *before* (the text since the last token) starts a comment.
+
+    It does only at the start of a line (Annex B); when *before* holds no line end
+    and nothing else, the line started before the last token (a string, a comment,
+    a literal split there): refused rather than guessed.
+    """
+    lines = _LINE_END.split(before)
+    if lines[-1].strip(" \t\f\v\ufeff\xa0"):
+        return False  # code before it on its line: operators
+    if len(lines) > 1:
+        return True
+    raise ContextError(
+        "'-->' in JavaScript right after a string, comment or template part: it is a "
+        "comment at the start of a line and '-- >' elsewhere; write it on its own line, or "
+        "'-- >'"
+    )
+
+
 def _js(ctx: Context, text: str) -> tuple[Context, str]:
     match = _JS_SPECIAL.search(text)
     if match is None:
@@ -486,6 +578,9 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx._replace(state=S_JS_SQ, sub=sub), rest
     if token == "`":
         return ctx._replace(state=S_JS_TMPL, sub=sub), rest
+    if token == "-->" and not _at_line_start(text[:start]):
+        # "n-->0" is "n-- > 0": operators, after which "/" starts a regular expression.
+        return ctx._replace(sub=J_REGEXP), rest
     if token in ("<!--", "-->"):
         return ctx._replace(state=S_JS_LINE_CMT, sub=sub), rest
     if token == "{":
@@ -510,7 +605,31 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
             "'/' in JavaScript after branches that disagree on whether it starts a "
             "regular expression or divides"
         )
+    if text[:start].rstrip().endswith(")"):
+        _check_paren_slash(ctx, rest)
     return ctx._replace(sub=J_REGEXP), rest
+
+
+def _check_paren_slash(ctx: Context, rest: str) -> None:
+    """Refuse a "/" after ")" whose two readings the engine would follow differently.
+
+    After ``)`` a "/" divides (``(a + b) / 2``) or, after ``if (...)``, starts a
+    regular expression: which is known to the JavaScript grammar, not to the
+    engine.  Both readings are followed to the end of the line (or of the text
+    seen): if the regular expression closes there and the two end in different
+    places (a quote in it opened a string one reading sees), the text is refused.
+    """
+    line = _LINE_END.split(rest, maxsplit=1)[0]
+    as_regexp = _content(ctx._replace(state=S_JS_REGEXP, sub=""), line)
+    if as_regexp.state == S_JS_REGEXP:
+        return  # not closed on its line: no regular expression (or not known yet)
+    as_division = _content(ctx._replace(sub=J_REGEXP), line)
+    if (as_regexp.state, as_regexp.stack) != (as_division.state, as_division.stack):
+        raise ContextError(
+            "'/' after ')' in JavaScript may divide or start a regular expression, and the "
+            "two readings differ; put the regular expression in a variable first, or write "
+            "the division with spaces and parentheses that leave no doubt"
+        )
 
 
 def _js_string(ctx: Context, text: str) -> tuple[Context, str]:
@@ -691,7 +810,7 @@ _CONTENT_STATES = {
 
 # -- values ----------------------------------------------------------------------
 
-_URL_BASES = {U_START: "url", U_SCHEME: "url_query", U_PATH: "url_path"}
+_URL_BASES = {U_START: "url", U_SCHEME: "url_query", U_PATH: "url_path", U_SLASH: "url_slash"}
 _BASES = {
     S_SRCSET: "srcset",
     S_JS: "js_value",
@@ -716,6 +835,7 @@ def escaper_for(ctx: Context) -> str | None:
     """
     state = ctx.state
     if ctx.pending and state == S_TEXT:
+        _refuse_odd_space(ctx.pending)
         if _TAG_START.fullmatch(ctx.pending):
             # "<button%s>" % attrs(...): right after a tag's name go its attributes.
             return "tag_attrs"
@@ -749,13 +869,32 @@ def escaper_for(ctx: Context) -> str | None:
 
 def _base(ctx: Context) -> str:
     state = ctx.state
+    if state == S_SRCSET and ctx.attr == K_URL_LIST:
+        return "url_list"
     if state == S_ATTR:
-        return "srcdoc" if ctx.attr == K_HTML else "text"
+        if ctx.attr == K_HTML:
+            _check_srcdoc(ctx.sub)
+            return "srcdoc"
+        return "text"
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
         if ctx.sub == "open":
             return "url"
         return _URL_BASES.get(ctx.sub, "url_query")
     return _BASES[state]
+
+
+def _check_srcdoc(document: str) -> None:
+    """A value in srcdoc must land in the inner document's text (or a quoted plain value)."""
+    inner = settle(advance(TEXT, document))
+    if (inner.state in (S_TEXT, S_RCDATA) and not inner.pending) or (
+        inner.state == S_ATTR and inner.delim in ("\"", "'") and inner.attr == K_PLAIN
+    ):
+        return
+    raise ContextError(
+        f"a value in srcdoc would land in {describe(inner)} of the inner document, where "
+        "double HTML escaping does not protect it; put only text there, or build the inner "
+        "document as a template of its own and pass its result"
+    )
 
 
 def after_value(ctx: Context) -> Context:
@@ -773,7 +912,7 @@ def after_value(ctx: Context) -> Context:
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
-        if ctx.sub in (U_START, U_SCHEME, "open"):
+        if ctx.sub in (U_START, U_SCHEME, U_SLASH, "open"):
             # The value may have ended in a scheme, a path or a query: the next one gets
             # the strictest escaping of a URL part (which "?" or "#" in text resolves).
             return ctx._replace(sub=U_UNKNOWN)
@@ -781,6 +920,16 @@ def after_value(ctx: Context) -> Context:
     if state == S_JS:
         return ctx._replace(sub=J_DIVOP)
     return ctx
+
+
+def ends_in_text(ctx: Context) -> bool:
+    """Whether output may end in *ctx*: text, with at most a lone ``<`` held back.
+
+    A held-back tag name (``<script``) is not text: the caller's next literal
+    (``>``) would open the element the engine never saw.
+    """
+    ctx = settle(ctx)
+    return ctx._replace(pending="") == TEXT and ctx.pending in ("", "<")
 
 
 def join(a: Context | None, b: Context | None) -> Context | None:
@@ -824,8 +973,8 @@ def plan(strings: tuple[str, ...]) -> tuple[str | None, ...]:
         ctx = advance(ctx, text)
         names.append(escaper_for(ctx))
         ctx = after_value(ctx)
-    ctx = settle(advance(ctx, strings[-1]) if strings else ctx)
-    if ctx._replace(pending="") != TEXT:
+    ctx = advance(ctx, strings[-1]) if strings else ctx
+    if not ends_in_text(ctx):
         raise ContextError(f"the template ends in {describe(ctx)}, not in text")
     return tuple(names)
 
@@ -864,6 +1013,7 @@ _KINDS = {
     K_PLAIN: "",
     K_URL: "URL ",
     K_SRCSET: "srcset ",
+    K_URL_LIST: "URL list ",
     K_JS: "event handler ",
     K_CSS: "style ",
     K_HTML: "srcdoc ",

@@ -103,14 +103,23 @@ UNTRACKED_MARKUP = {
 }
 
 
-@hole(
-    "markup built outside output pieces (assigned or nested fragments, +, +=, join, "
-    "replace, format_map, TemplateIO, literals in a conditional expression, comprehension "
-    "or walrus) "
-    "escapes values as text and is trusted in the href (compiler.py: track/fragment; "
-    "escapers trust every htmltext)"
+_UNTRACKED_LIMIT = pytest.mark.xfail(
+    strict=True,
+    reason="LIMIT: markup built outside output pieces (assigned fragments, +, +=, join, "
+    "format_map, replace, a literal in a conditional expression, comprehension or walrus) "
+    "escapes its values for text and is trusted where it lands (a template's result is, "
+    "by design); docs/contextual-escaping.md says so and shows the safe way to write each",
 )
-@pytest.mark.parametrize("name", sorted(UNTRACKED_MARKUP))
+FIXED_UNTRACKED = {"nested f-string"}  # a literal f-string in a field: a str outside text
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[] if name in FIXED_UNTRACKED else [_UNTRACKED_LIMIT])
+        for name in sorted(UNTRACKED_MARKUP)
+    ],
+)
 def test_untracked_markup_cannot_carry_a_script_url(name: str) -> None:
     source, args = UNTRACKED_MARKUP[name]
     assert "javascript:" not in render(source, *args)
@@ -139,15 +148,21 @@ SCHEME_COMPLETED = {
 }
 
 
-@hole(
-    "a value at the start of a URL passes the scheme check alone ('javascript' has no "
-    "colon) and the literal after it completes the scheme (htmlcontext.after_value / "
-    "escapers._url: look at the literal that follows, or filter scheme-like values)"
-)
 @pytest.mark.parametrize("name", sorted(SCHEME_COMPLETED))
 def test_a_literal_colon_cannot_complete_a_scheme_given_by_a_value(name: str) -> None:
     source, args = SCHEME_COMPLETED[name]
     assert not render(source, *args).startswith('<a href="javascript:')
+
+
+@pytest.mark.parametrize(
+    "proto", ["JavaScript", "java\tscript", " vbscript", "data", "\x01javascript"]
+)
+def test_a_script_scheme_name_alone_at_the_start_of_a_url_is_refused(proto: str) -> None:
+    out = render("def f [html] (p):\n    f'<a href=\"{p}:x\">x</a>'\n", proto)
+    assert out == f'<a href="{UNSAFE_URL}:x">x</a>'
+    assert render("def f [html] (p):\n    f'<a href=\"{p}://x\">x</a>'\n", "https") == (
+        '<a href="https://x">x</a>'
+    )
 
 
 SRCDOC = {
@@ -162,16 +177,20 @@ SRCDOC = {
 }
 
 
-@hole(
-    "srcdoc's own markup is not parsed: a value in a script or an unquoted attribute of the "
-    "inner document is only HTML-escaped twice (htmlcontext._in_attribute for K_HTML: "
-    "follow the inner document's context, or refuse values outside its text)"
-)
 @pytest.mark.parametrize("name", sorted(SRCDOC))
 def test_srcdoc_inner_contexts(name: str) -> None:
     source, value = SRCDOC[name]
-    out = render(source, value)
-    assert "onerror=alert(1)" not in out and "= alert(1);" not in out
+    with pytest.raises(SyntaxError, match="of the inner document"):
+        render(source, value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["<p>{v}</p>", "<p title=&quot;{v}&quot;>x</p>", "<title>{v}</title>", "{v}"],
+)
+def test_srcdoc_values_in_the_inner_text_are_escaped_twice(body: str) -> None:
+    out = render(f"def f [html] (v):\n    f'<iframe srcdoc=\"{body}\"></iframe>'\n", '<">')
+    assert out == f'<iframe srcdoc="{body.format(v="&amp;lt;&amp;quot;&amp;gt;")}"></iframe>'
 
 
 FOREIGN = {
@@ -185,20 +204,13 @@ FOREIGN = {
 }
 
 
-@hole(
-    "in <svg>/<math> foreign content title, textarea, xmp, iframe, noscript, style and "
-    "script are not raw text: markup in them is markup, but the compiler skips it "
-    "(htmlcontext._text/_content_start: track foreign content, or refuse values there)"
-)
+# Was a hole: in <svg>/<math> foreign content title, textarea, xmp, ... are not raw text.
 @pytest.mark.parametrize("name", sorted(FOREIGN))
 def test_foreign_content_is_not_raw_text(name: str) -> None:
     assert 'onerror="alert(1)"' not in render(FOREIGN[name], "alert(1)")
 
 
-@hole(
-    "entities are decoded in an <svg><script> (foreign content): '&quot;' in the literal "
-    "ends the JS string there, so the value lands in code with string escaping"
-)
+# Was a hole: entities are decoded in an <svg><script> (foreign content).
 def test_svg_script_decodes_entities() -> None:
     source = (
         "def f [html] (v):\n    f'<svg><script>var s = \"&quot;; x = {v}; //\";</script></svg>'\n"
@@ -206,10 +218,6 @@ def test_svg_script_decodes_entities() -> None:
     assert "x = alert(1);" not in render(source, "alert(1)")
 
 
-@hole(
-    "'-->' is a JS comment only at the start of a line; mid-line ('n-->0') it is "
-    "'n-- > 0', so the compiler's context flips (htmlcontext._js, _JS_SPECIAL)"
-)
 def test_js_goes_to_operator_is_not_a_comment() -> None:
     source = (
         "def f [html] (v):\n"
@@ -218,22 +226,35 @@ def test_js_goes_to_operator_is_not_a_comment() -> None:
     assert "var y = alert(1);" not in render(source, "alert(1)")
 
 
-@hole(
-    "after ')' a '/' may start a regular expression ('if (a) /re/.test(b)'); the compiler "
-    "takes a division, so a quote in the regexp opens a string it follows and the "
-    "browser does not (htmlcontext._js_slash_context; Go has the same limit: refuse a "
-    "'/' after ')', or make js_string escape what code needs, like parentheses)"
-)
+def test_js_close_comment_at_a_line_start_is_a_comment() -> None:
+    source = "def f [html] (v):\n    f'<script>x = 1;\\n  --> ` {v}\\nvar y = {v};</script>'\n"
+    # The first value is in the comment (dropped), the second in code (a JSON literal).
+    assert render(source, "alert(1)") == (
+        '<script>x = 1;\n  --> ` \nvar y =  "alert(1)" ;</script>'
+    )
+
+
+def test_js_close_comment_right_after_a_string_is_refused() -> None:
+    with pytest.raises(SyntaxError, match="'-->' in JavaScript"):
+        render("def f [html] (v):\n    f'<script>x = \"a\"--> `{v}`;</script>'\n", "x")
+
+
 def test_regexp_after_a_parenthesis() -> None:
     source = 'def f [html] (v):\n    f\'<script>if (1) /"/.test(""); var s = {v};</script>\'\n'
-    assert "var s = alert(1);" not in render(source, "alert(1)")
+    with pytest.raises(SyntaxError, match="'/' after '\\)' in JavaScript"):
+        render(source, "alert(1)")
 
 
-@hole(
-    "'<!--' then '<script' inside a script puts the browser in the script data double "
-    "escaped state, where '</script>' does not end the script; the compiler ends it there "
-    "(htmlcontext._in_element: follow the escaped states, or refuse '<!--' + '<script')"
-)
+@pytest.mark.parametrize(
+    "code",
+    ["var h = (a + b) / 2, s = '{v}';", "if (a) /x/.test(b); var s = '{v}';",
+     "var h = (a) / 2 / 3; var s = '{v}';", "var h = (a) /\\n 2; var s = '{v}';"],
+)  # fmt: skip
+def test_a_slash_after_a_parenthesis_whose_readings_agree(code: str) -> None:
+    out = render(f"def f [html] (v):\n    f\"<script>{code}</script>\"\n", "'")
+    assert "s = '\\x27';" in out
+
+
 def test_script_data_double_escaped_state() -> None:
     source = """\
         def f [html] (v):
@@ -242,26 +263,27 @@ def test_script_data_double_escaped_state() -> None:
             'var n = %s;\\n' % v
             '//--></script>'
         """
-    assert "var n = alert(1);" not in render(source, "alert(1)")
+    with pytest.raises(SyntaxError, match="'<script' after '<!--'") as raised:
+        render(source, "alert(1)")
+    assert raised.value.lineno == 3
 
 
-@hole(
-    "a '%.Ns' precision truncates the escaped value: a JS escape cut to '\\\\' eats the "
-    "closing quote and the next value runs (compiler.visit_BinOp formats after escaping; "
-    "apply width and precision before the escaper, as f-strings do)"
-)
+@pytest.mark.parametrize(
+    "script",
+    ["<!--\\nx = 1;\\n//-->", "<!-- --> document.write(\"<script>x=1<\\\\/script>\");",
+     "document.write(\"\\x3cscript>\");"],
+)  # fmt: skip
+def test_script_comments_without_a_double_escape_are_followed(script: str) -> None:
+    source = f"def f [html] (v):\n    f'<script>{script}\\nvar n = {{v}};</script>'\n"
+    assert 'var n =  "alert(1)" ;' in render(source, "alert(1)")
+
+
 def test_percent_precision_applies_before_escaping() -> None:
     source = "def f [html] (t, n):\n    '<script>var t = \"%.5s\", n = %s;</script>' % (t, n)\n"
     # '%.5s' of 'abcd"' is 'abcd"': escaped, the string holds exactly that.
     assert render(source, 'abcd"', "-alert(1)//").startswith('<script>var t = "abcd\\x22"')
 
 
-@hole(
-    "an exception caught in the middle of a try body (or swallowed by a with) leaves the "
-    "output in the middle of a tag; the compiler assumes the handler starts where the try "
-    "did (compiler.visit_guarded_try, visit_With: every statement boundary of the body "
-    "must be in the start context, or the handler is a compile error)"
-)
 @pytest.mark.parametrize("guard", ["try", "with"])
 def test_output_cut_by_a_caught_exception(guard: str) -> None:
     if guard == "try":
@@ -287,34 +309,55 @@ def test_output_cut_by_a_caught_exception(guard: str) -> None:
                 u
                 '">x</a>'
             """
-    assert "javascript:" not in render(source, JS_URL, {})
+    with pytest.raises(SyntaxError, match=f"may be caught by the '{guard}' at line ") as raised:
+        render(source, JS_URL, {})
+    assert raised.value.lineno == (4 if guard == "try" else 5)
 
 
-@hole(
-    "browsers strip leading C0 controls from a URL; the compiler strips only spaces, so "
-    "after a literal control character a value is 'later in the URL' and keeps its "
-    "colon (htmlcontext._url_part: strip \\x00-\\x20)"
-)
+def test_a_guarded_body_that_stays_in_text_between_statements_compiles() -> None:
+    source = """\
+        from contextlib import suppress
+        def f [html] (u, d):
+            try:
+                '<a href="%s">' % u
+                d['missing']
+                '</a>'
+            except KeyError:
+                pass
+            with suppress(KeyError):
+                f'<p title="{u}">'
+                if u:
+                    d['missing']
+            '</p>'
+        """
+    assert render(source, JS_URL, {}) == f'<a href="{UNSAFE_URL}"><p title="{JS_URL}"></p>'
+
+
 def test_leading_control_character_in_a_url() -> None:
     out = render("def f [html] (u):\n    f'<a href=\"\\x01{u}\">x</a>'\n", JS_URL)
     assert "javascript:" not in out
 
 
-@hole(
-    "a value right after a leading '/' that starts with '/' makes a protocol-relative URL: "
-    "<script src> loads from the attacker's host (escapers._url_path: encode a leading "
-    "'/' when the URL so far is just '/')"
-)
 def test_value_after_a_leading_slash_cannot_change_the_host() -> None:
     out = render("def f [html] (u):\n    f'<script src=\"/{u}\"></script>'\n", "/evil.example/x.js")
     assert not out.startswith('<script src="//')
 
 
-@hole(
-    "an empty value right after a tag name fragment joins it with the literal after: "
-    "'<scr%sipt>' is <script>, while the compiler follows attributes "
-    "(escapers._tag_attrs: always output the separating space)"
-)
+@pytest.mark.parametrize(
+    ("before", "value", "expected"),
+    [("/", "/evil.example/x.js", "/%2Fevil.example/x.js"),
+     ("\\x01/", "/evil.example", "\x01/%2Fevil.example"),
+     ("https:", "//evil.example", "https:%2F/evil.example"),
+     ("https:/", "/evil.example", "https:/%2Fevil.example"),
+     ("/", "\\evil.example", "/%5Cevil.example"),
+     ("/", "static/x.js", "/static/x.js"),
+     ("https://", "cdn.example/x.js", "https://cdn.example/x.js")],
+)  # fmt: skip
+def test_no_value_can_start_a_host_after_a_slash(before: str, value: str, expected: str) -> None:
+    out = render(f"def f [html] (u):\n    f'<script src=\"{before}{{u}}\"></script>'\n", value)
+    assert out == f'<script src="{expected}"></script>'
+
+
 def test_an_empty_value_cannot_complete_a_tag_name() -> None:
     source = "def f [html] (a, v):\n    '<scr%sipt>var x = %s;</script>' % (a, v)\n"
     assert "<script>var x = alert(1);" not in render(source, "", "alert(1)")
@@ -327,20 +370,23 @@ ANIMATE = (
 )
 
 
-@hole(
-    "SVG 'values' is a ';'-separated list: only its first URL is checked, and animating "
-    "an <a>'s href to the second runs it on click (escapers: check every item, as srcset; "
-    "htmlcontext: a list kind for 'values')"
-)
 def test_every_url_of_an_animation_values_list_is_checked() -> None:
     assert "javascript:" not in render(ANIMATE, "https://x;javascript:alert(1)")
 
 
-@hole(
-    "a template may end in a tag name ('<script'): the end check takes a pending '<name' "
-    "for text, so a caller's '>' opens a script it follows as text "
-    "(compiler.check_end: only a lone '<' is text)"
-)
+
+@pytest.mark.parametrize("value", ["0 0;1 1", "https://a/x y;/b", "red; blue", ""])
+def test_an_animation_values_list_of_safe_items_is_kept(value: str) -> None:
+    out = render("def f [html] (v):\n    f'<animate values=\"{v}\"/>'\n", value)
+    assert out == f'<animate values="{value}"/>'
+
+
+@pytest.mark.parametrize("value", [" javascript:alert(1)", "a;JavaScript", "data:text/html,x"])
+def test_an_animation_values_list_refuses_any_script_item(value: str) -> None:
+    out = render("def f [html] (v):\n    f'<animate values=\"/a;{v}\"/>'\n", value)
+    assert out == f'<animate values="/a;{UNSAFE_URL}"/>'
+
+
 def test_a_template_cannot_end_inside_a_tag_name() -> None:
     source = """\
         def open_script [html] ():
@@ -350,28 +396,34 @@ def test_a_template_cannot_end_inside_a_tag_name() -> None:
             open_script()
             '>var x = %s;</script>' % v
         """
-    try:
-        out = render(source, "alert(1)")
-    except SyntaxError:
-        return
-    assert "var x = alert(1);" not in out
+    with pytest.raises(SyntaxError, match="ends in text, in '<script'") as raised:
+        render(source, "alert(1)")
+    assert raised.value.lineno == 1  # the header of open_script
+
+
+@pytest.mark.parametrize("end", ["'<'", "'a <'", "'<b>x</b>'"])
+def test_a_template_may_end_in_text_or_a_lone_less_than(end: str) -> None:
+    assert render(f"def f [html] ():\n    {end}\n") == eval(end)
 
 
 FRAMEWORK_CODE_ATTRIBUTES = ["hx-on:click", "hx-on::after-request", "x-on:click", "@click",
                               "v-on:click", "x-init", "x-data", ":href", "ng-click"]  # fmt: skip
 
 
-@hole(
-    "attributes that htmx, Alpine.js, Vue and Angular evaluate as JavaScript are plain "
-    "(or URL) attributes to the compiler: HTML escaping is decoded before the library "
-    "runs the value (htmlcontext.attribute_kind: hx-on*, x-on:, @, v-on:, x-init, x-data, "
-    "':' and x-bind:, ng-*: JavaScript)"
-)
 @pytest.mark.parametrize("name", FRAMEWORK_CODE_ATTRIBUTES)
 def test_framework_event_attributes_are_javascript(name: str) -> None:
     source = f"def f [html] (v):\n    f'<button {name}=\"go(\\'{{v}}\\')\">x</button>'\n"
     out = render(source, "');alert(1);('")
     assert "&#x27;);alert(1)" not in out and "%27%29;alert" not in out
+    assert "go('\\x27);alert(1);(\\x27')" in out  # a JS string holding the value
+
+
+@pytest.mark.parametrize(
+    "name", ["x-ref", "x-cloak", "hx-get", "hx-target", "title", "data-id", "xon", "bound"]
+)
+def test_other_attributes_are_not_framework_code(name: str) -> None:
+    out = render(f"def f [html] (v):\n    f'<p {name}=\"{{v}}\">'\n", "'")
+    assert out == f'<p {name}="&#x27;">'
 
 
 CHARACTER_REFERENCE = {
@@ -468,32 +520,39 @@ def test_the_t_string_planner_escapes_by_context() -> None:
     assert out == f'<a href="{UNSAFE_URL}" onclick=&#32;&#34;alert(1)&#34;&#32;>x</a>'
 
 
-@hole(
-    "a nested t-string is planned from text and its result trusted where it lands "
-    "(escapers.contextual_format: plan the nested template from the outer context, "
-    "or escape its result as a value)"
-)
 def test_a_nested_t_string_is_escaped_for_where_it_lands() -> None:
     inner = Template(["", ""], [JS_URL])
     out = contextual_format(Template(['<a href="', '">x</a>'], [inner]))
     assert "javascript:" not in out
+    # In text a nested t-string is markup, planned from text on its own.
+    link = Template(['<a href="', '">x</a>'], [JS_URL])
+    assert contextual_format(Template(["<p>", "</p>"], [link])) == (
+        f'<p><a href="{UNSAFE_URL}">x</a></p>'
+    )
 
 
 needs_tstrings = pytest.mark.skipif(sys.version_info < (3, 14), reason="t-strings: 3.14")
 
 
 @needs_tstrings
-@hole(
-    "htmlformat(t'...') (the plain-Python t-string API the issue names) escapes every "
-    "value as text; only escapers.contextual_format follows contexts "
-    "(html.htmlformat / _htmltext_py._template_markup: plan by context)"
-)
 def test_htmlformat_escapes_by_context() -> None:
     from ptl_wsgi.html import htmlformat
 
     u = JS_URL
     template = eval("t'<a href=\"{u}\">x</a>'", {}, {"u": u})
-    assert "javascript:" not in htmlformat(template)
+    assert htmlformat(template) == f'<a href="{UNSAFE_URL}">x</a>'
+    # Text only: the twin's own htmlformat (the same output, planned once per strings).
+    assert htmlformat(eval("t'<p title=\"{u}\">{u}</p>'", {}, {"u": "<&>"})) == (
+        '<p title="&lt;&amp;&gt;">&lt;&amp;&gt;</p>'
+    )
+    nested = eval("t'<a href=\"{t\"{u}\"}\">x</a><p>{t\"<b>{u}</b>\"}</p>'", {}, {"u": u})
+    assert htmlformat(nested) == f'<a href="{UNSAFE_URL}">x</a><p><b>{u}</b></p>'
+    with pytest.raises(TypeError):
+        htmlformat('<a href="x">')  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not in text"):
+        htmlformat(eval("t'<a href=\"{u}'", {}, {"u": u}))
+    with pytest.raises(ValueError, match="part of the tag"):
+        htmlformat(eval("t'<{u}>'", {}, {"u": u}))
 
 
 @needs_tstrings
@@ -503,7 +562,6 @@ def test_t_strings_in_a_template_are_tracked() -> None:
 
 
 @needs_tstrings
-@hole("a nested t-string in a template is a fragment from text, trusted in the href")
 def test_a_nested_t_string_in_a_template() -> None:
     out = render('def f [html] (u):\n    t\'<a href="{t"{u}"}">x</a>\'\n', JS_URL)
     assert "javascript:" not in out
@@ -514,34 +572,52 @@ def test_a_nested_t_string_in_a_template() -> None:
 
 @pytest.mark.parametrize("space", ["\\xa0", "\\x0b", "\\u2003"])
 def test_odd_spaces_in_a_tag_compile_or_fail_cleanly(space: str) -> None:
-    # They crashed the compiler (AttributeError) when \\s took them for HTML spaces. Only
-    # " \\t\\n\\r\\f" are: the rest is part of the unquoted title, and there is no href.
-    import html5lib
-
+    # They crashed the compiler (AttributeError) when \\s took them for HTML spaces.
     source = f"def f [html] (u):\n    f'<a title=x{space}href={{u}}>x</a>'\n"
-    out = render(source, JS_URL)
-    link = html5lib.parse(out, namespaceHTMLElements=False).find(".//a")
-    assert link is not None and "href" not in link.attrib
-    assert link.attrib["title"].endswith("href=" + JS_URL)
+    # Not an HTML space: the browser reads one attribute 'title' ("x<space>href=..."),
+    # a reader two.  Refused, at the literal.
+    with pytest.raises(SyntaxError, match="not an HTML space") as raised:
+        render(source, JS_URL)
+    assert raised.value.lineno == 2
 
 
-@bug(
-    "'%(k)s' % {...} with a dict display is refused wherever a value needs more than HTML "
-    "escaping, though the docs allow it: the compiler visits the dict first, which hoists "
-    "its str keys into names (compiler.visit_BinOp)"
-)
+@pytest.mark.parametrize("space", ["\\xa0", "\\x0b"])
+@pytest.mark.parametrize(
+    "body",
+    ["f'<a{s}href={{u}}>x</a>'", "f'<a title={s}x href=\"{{u}}\">x</a>'",
+     "f'<a title=x {s}href=\"{{u}}\">x</a>'"],
+)  # fmt: skip
+def test_odd_spaces_anywhere_in_a_tag_are_refused(space: str, body: str) -> None:
+    with pytest.raises(SyntaxError, match="not an HTML space"):
+        render(f"def f [html] (u):\n    {body.format(s=space)}\n", JS_URL)
+
+
+def test_odd_spaces_in_quoted_values_and_text_are_data() -> None:
+    out = render("def f [html] (u):\n    f'<a title=\"x\\xa0y\">\\xa0{u}</a>'\n", "v")
+    assert out == '<a title="x\xa0y">\xa0v</a>'
+
+
 def test_percent_with_a_dict_display() -> None:
     out = render("def f [html] (u):\n    '<a href=\"%(u)s\">x</a>' % {'u': u}\n", JS_URL)
     assert out == f'<a href="{UNSAFE_URL}">x</a>'
 
 
-@bug(
-    "'%r' outside text formats the escaper's htmltext result again: the output is "
-    "\"htmltext('...')\" (compiler.percent_escaped: drop the conversion from the format)"
-)
 def test_percent_r_outside_text() -> None:
     out = render("def f [html] (u):\n    '<script>var x = %r;</script>' % (u,)\n", "a")
-    assert "htmltext" not in out
+    # The conversion applies first (repr), then the escaper: a JSON string of "'a'".
+    assert out == "<script>var x =  \"'a'\" ;</script>"
+
+
+def test_percent_flags_width_and_conversion_apply_before_the_escaper() -> None:
+    source = "def f [html] (u):\n    '<a href=\"/%(u)-6.3r|%%\" title=%(v)5s>' % {'u': u, 'v': u}\n"
+    assert render(source, "a b") == '<a href="/%27a%20%20%20%20|%" title=&#32;&#32;a&#32;b>'
+
+
+def test_a_percent_key_escaped_two_ways_is_a_compile_error() -> None:
+    # One dict value escaped for a JS string, then trusted as markup in the href.
+    source = "def f [html] (u):\n    '<a onclick=\"f(\\'%(u)s\\')\" href=\"%(u)s\">' % {'u': u}\n"
+    with pytest.raises(SyntaxError, match="give each place its own key"):
+        render(source, JS_URL)
 
 
 # -- regression guards: attacks that are stopped ------------------------------------------
@@ -742,15 +818,30 @@ EXECUTING = {
 }
 
 
+# The ones not yet fixed (the others are regression guards now).
+STILL_EXECUTING: set[str] = set()
+REFUSED = {"srcdoc", "regexp after )"}  # compile errors now
+DESIGN_LIMITS = {"fragment", "concatenation", "join"}  # docs/contextual-escaping.md
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=[*browser_only, hole(f"runs script in Chromium: {name}")])
+        pytest.param(
+            name,
+            marks=[*browser_only]
+            + ([hole(f"runs script in Chromium: {name}")] if name in STILL_EXECUTING else [])
+            + ([_UNTRACKED_LIMIT] if name in DESIGN_LIMITS else []),
+        )
         for name in EXECUTING
     ],
 )
 def test_holes_run_no_script_in_a_browser(browser: XSSBrowser, name: str) -> None:
     source, args = EXECUTING[name]
+    if name in REFUSED:
+        with pytest.raises(SyntaxError):
+            render(source, *args)  # refused at compile time: nothing to run
+        return
     assert visit(browser, render(source, *args)) == []
 
 
@@ -766,7 +857,7 @@ def test_stopped_attacks_run_no_script_in_a_browser(
 
 @pytest.mark.parametrize(
     "value",
-    [pytest.param("https://x;javascript:alert(1)", marks=[*browser_only, hole("values list")])],
+    [pytest.param("https://x;javascript:alert(1)", marks=browser_only)],
 )
 def test_an_animated_href_runs_no_script_when_clicked(browser: XSSBrowser, value: str) -> None:
     assert visit(browser, render(ANIMATE, value)) == []
@@ -823,3 +914,9 @@ def test_values_arrive_intact_as_data(browser: XSSBrowser, value: str) -> None:
     assert got["unquoted"] == value
     assert got["query"] == got["fragment"] == value
     assert got["css"] == got["css_expected"]
+
+
+def test_a_t_string_cannot_end_inside_a_tag_name() -> None:
+    with pytest.raises(ValueError, match="not in text"):
+        contextual_format(Template(["<scr", "ipt"], ["x"]))
+    assert contextual_format(Template(["a <"], [])) == "a <"

@@ -93,7 +93,7 @@ EXAMPLES = [
     ("attr_name", "href", UNSAFE_CSS),
     ("attr_name", "a=b", UNSAFE_CSS),
     ("tag_attrs", "disabled", " disabled"),
-    ("tag_attrs", "", ""),
+    ("tag_attrs", "", " "),  # the space even so: "<scr" "" "ipt>" is no <script>
 ]
 
 

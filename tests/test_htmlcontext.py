@@ -295,7 +295,7 @@ def test_attribute_kinds(name: str, kind: str) -> None:
 
 def test_every_url_attribute_of_the_safety_policy_is_a_url_here() -> None:
     for name in safety.URL_ATTRIBUTES:
-        assert attribute_kind(name) in ("url", "srcset"), name
+        assert attribute_kind(name) in ("url", "srcset", "url_list"), name
 
 
 # -- properties ---------------------------------------------------------------------------

@@ -52,8 +52,9 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["cli", "__main__", "ptl_wsgi"], 6),
 }  # fmt: skip
 
-# html re-exports the filters of _helpers, which are built on safety, which uses html.
-ALLOWED_CYCLE_EDGE = ("html", "_helpers")
+# html re-exports the filters of _helpers, which are built on safety, which uses html;
+# html's htmlformat plans t-strings with escapers (built on html), imported on first use.
+ALLOWED_CYCLE_EDGES = (("html", "_helpers"), ("html", "escapers"))
 # Read inside functions; the package's metadata, not one of its rooms.
 METADATA = "__version__"
 
@@ -135,7 +136,8 @@ def test_nothing_imports_a_room_above_it() -> None:
 
 def test_no_import_cycles() -> None:
     graph = _graph()
-    graph[ALLOWED_CYCLE_EDGE[0]].discard(ALLOWED_CYCLE_EDGE[1])
+    for source, target in ALLOWED_CYCLE_EDGES:
+        graph[source].discard(target)
     done: set[str] = set()
 
     def visit(room: str, path: list[str]) -> None:
