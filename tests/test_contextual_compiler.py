@@ -157,18 +157,19 @@ def test_a_lone_percent_value_may_be_a_tuple_at_run_time() -> None:
         module.f(("a", "b"))
 
 
-def test_characters_html_does_not_call_whitespace_compile_inside_names() -> None:
-    # "\v" and U+00A0 are part of the attribute name and value to a browser (they crashed
-    # the compiler with an AttributeError when taken for whitespace).
-    module = load(
-        """
-        def page [html] (x):
-            "<p \v data-a=1\xa0"
-            x
-            ">"
-        """
-    )
-    assert module.page('"<b>') == '<p \v data-a=1\xa0&#34;&#60;b&#62;>'  # unquoted: all escaped
+def test_characters_html_does_not_call_whitespace_are_refused_in_a_tag() -> None:
+    # "\v" and U+00A0 are part of the attribute name and value to a browser, spaces to a
+    # reader (they crashed the compiler with an AttributeError when taken for whitespace).
+    with pytest.raises(SyntaxError, match="not an HTML space") as raised:
+        load(
+            """
+            def page [html] (x):
+                "<p \v data-a=1\xa0"
+                x
+                ">"
+            """
+        )
+    assert raised.value.lineno == 3
 
 
 def test_numbers_may_complete_a_tag_name() -> None:
