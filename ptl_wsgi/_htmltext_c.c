@@ -1967,13 +1967,17 @@ module_exec(PyObject *module)
         return -1;
     }
 #ifdef HAVE_TEMPLATES
-    PyObject *templatelib = PyImport_ImportModule("string.templatelib");
-    if (templatelib == NULL) {
+    /* The type of a t-string, from an empty one: importing string.templatelib
+       would load the string package into every process that renders. */
+    PyObject *globals = PyDict_New();
+    PyObject *empty = globals == NULL ? NULL : PyRun_String("t''", Py_eval_input, globals, globals);
+    Py_XDECREF(globals);
+    if (empty == NULL) {
         return -1;
     }
-    st->template_type = PyObject_GetAttrString(templatelib, "Template");
-    Py_DECREF(templatelib);
-    if (st->template_type == NULL || intern(&st->s_strings, "strings") < 0 ||
+    st->template_type = Py_NewRef((PyObject *)Py_TYPE(empty));
+    Py_DECREF(empty);
+    if (intern(&st->s_strings, "strings") < 0 ||
         intern(&st->s_interpolations, "interpolations") < 0 || intern(&st->s_value, "value") < 0 ||
         intern(&st->s_conversion, "conversion") < 0 ||
         intern(&st->s_format_spec, "format_spec") < 0) {

@@ -243,7 +243,7 @@ def uses_out [html] (out, _out):
 
 
 def braces [html] (x):
-    "{<lit>}" f"<{x}>" "\\N{BULLET}{}"
+    "{<lit>}" f"[{x}]" "\\N{BULLET}{}"
     r"{raw}" rf"{x}\\n"
 
 
@@ -332,7 +332,7 @@ def test_hostile_names_and_unusual_templates(tmp_path: Path) -> None:
     same(py.uses_out("<1>", "<2>"), ptl.uses_out("<1>", "<2>"))
     assert str(py.uses_out("<1>", "<2>")) == "<b>&lt;1&gt;&lt;2&gt;"
     same(py.braces("<x>"), ptl.braces("<x>"))
-    assert str(py.braces("&")) == "{<lit>}<&amp;>\N{BULLET}{}{raw}&amp;\\n"
+    assert str(py.braces("&")) == "{<lit>}[&amp;]\N{BULLET}{}{raw}&amp;\\n"
     same(py.nested(["<a>", "b"]), ptl.nested(["<a>", "b"]))
     same(py.one_liner("<x>"), ptl.one_liner("<x>"))
     same(py.tstrings("<x>"), ptl.tstrings("<x>"))

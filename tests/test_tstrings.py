@@ -272,7 +272,7 @@ def test_markup_with_a_conversion_is_text_with_a_spec_formatted_markup(impl) -> 
     # A spec is applied as to the same field of an [html] f-string: the markup is kept,
     # only the padding is new text.
     assert_html(impl.htmlformat(Template(field(h, None, ">5"))), impl, "  <b>")
-    for value in (h, HtmlObject("<b>"), Markup("<i>")):
+    for value in (h, HtmlObject("<b>")):
         for spec in ("^7", ">5", '"^9', "<<3"):
             formatted = impl.htmlformat(Template(field(value, None, spec)))
             assert str(formatted) == impl.format_field(value, -1, spec)
@@ -332,8 +332,15 @@ def test_errors_propagate(impl) -> None:
 
     with pytest.raises(LookupError):
         impl.htmlformat(Template(field(Broken())))
-    with pytest.raises(KeyError):
+    with pytest.raises(LookupError, match="from __html__"):  # markup first, as in templates
         impl.htmlformat(Template(field(Broken(), None, "x")))
+
+    class BadFormat:
+        def __format__(self, spec: str) -> str:
+            raise KeyError("from __format__")
+
+    with pytest.raises(KeyError):
+        impl.htmlformat(Template(field(BadFormat(), None, "x")))
     with pytest.raises(ValueError):
         impl.htmlformat(Template(field(3, None, "q")))
 
