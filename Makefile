@@ -22,7 +22,7 @@ bench:           ## benchmarks against Jinja2, Mako, Django, markupsafe and Quix
 	$(PYTHON) dev.py bench
 
 lint:
-	$(PYTHON) dev.py setup && .venv/bin/ruff check .
+	$(PYTHON) dev.py setup && .venv/bin/ruff check . && .venv/bin/ruff format --check .
 
 types:           ## mypy --strict and pyright on the package; stubtest of the stubs on both twins
 	$(PYTHON) dev.py setup && .venv/bin/python -m mypy && .venv/bin/python -m pyright

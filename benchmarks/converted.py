@@ -98,7 +98,7 @@ def main() -> int:
                 f"{ptl_wsgi.IMPLEMENTATION} twin; medians of interleaved rounds). The styles of "
                 "benchmarks/tpl/ptl_styles.ptl compiled, and converted by `ptl-wsgi convert "
                 "--to-py`: the converted functions build `htmltext(...)` literals and "
-                "`htmlformat(t\"...\")` on every call and append statement by statement, where "
+                '`htmlformat(t"...")` on every call and append statement by statement, where '
                 "the compiler hoists literals and joins statements into one call.",
                 "",
                 *lines,

@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE))
 
 from templates import ITEMS  # noqa: E402  (the data of the articles case)
 
-ARTICLE = '''
+ARTICLE = """
 def article [html] (item):
     '<article><h2><a href="/a/%s">%s</a></h2>' % (item["id"], item["title"])
     '<p class="by">by %s</p>' % item["author"]
@@ -46,9 +46,11 @@ def article [html] (item):
 def body [html] (items):
     for item in items:
         article(item)
-'''
+"""
 
-PASSED = ARTICLE + '''
+PASSED = (
+    ARTICLE
+    + """
 
 def layout [html] (title, body, user, csp_nonce):
     "<!doctype html><html><head><title>"
@@ -62,11 +64,15 @@ def layout [html] (title, body, user, csp_nonce):
 
 def render [html] (items, title, user, csp_nonce):
     layout(title, body(items), user, csp_nonce)
-'''
+"""
+)
 
-CONTEXT = '''
+CONTEXT = (
+    """
 from ptl_wsgi import render_context
-''' + ARTICLE + '''
+"""
+    + ARTICLE
+    + """
 
 
 def layout [html] (title, body):
@@ -84,7 +90,8 @@ def layout [html] (title, body):
 
 def render [html] (items, title):
     layout(title, body(items))
-'''
+"""
+)
 
 
 def main() -> int:

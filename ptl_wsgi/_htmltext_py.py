@@ -90,8 +90,6 @@ def _is_template(value: Any) -> bool:
     return type(value) is _template_types[0]
 
 
-
-
 def _template_markup(template: Any) -> str:
     if not _is_template(template):
         raise TypeError(

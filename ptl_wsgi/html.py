@@ -269,7 +269,6 @@ field_output = _active.field_output
 percent_output = _active.percent_output
 
 
-
 def _unpickle(text: str, twin: str | None = None) -> Any:
     # Pickles name this function, not a twin's class, so they load in any process.
     if twin is not None and twin != IMPLEMENTATION:

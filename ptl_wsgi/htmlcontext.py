@@ -202,9 +202,7 @@ _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 _TAG_START = re.compile(r"</?[A-Za-z][^\t\n\f\r />]*")
 _ATTR_NAME = re.compile(r"[^\t\n\f\r />][^\t\n\f\r />=]*")
 _UNQUOTED_END = re.compile(r"[\t\n\f\r >]")
-_END_TAGS = {
-    name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE) for name in _CONTENT
-}
+_END_TAGS = {name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE) for name in _CONTENT}
 # Characters a reader takes for a space and a browser for part of a name or value.
 _ODD_SPACE = re.compile(r"[^\S\t\n\f\r ]")
 
@@ -887,7 +885,7 @@ def _check_srcdoc(document: str) -> None:
     """A value in srcdoc must land in the inner document's text (or a quoted plain value)."""
     inner = settle(advance(TEXT, document))
     if (inner.state in (S_TEXT, S_RCDATA) and not inner.pending) or (
-        inner.state == S_ATTR and inner.delim in ("\"", "'") and inner.attr == K_PLAIN
+        inner.state == S_ATTR and inner.delim in ('"', "'") and inner.attr == K_PLAIN
     ):
         return
     raise ContextError(

@@ -74,8 +74,10 @@ class PTLLexer(PythonLexer):
     @staticmethod
     def _starts_template(tokens: list[tuple[int, _TokenType, str]], i: int) -> bool:
         """``template`` at the start of a line, then a name and ``(``."""
-        at_line_start = i == 0 or tokens[i - 1][2].endswith("\n") or (
-            tokens[i - 1][1] in _BLANK and (i < 2 or tokens[i - 2][2].endswith("\n"))
+        at_line_start = (
+            i == 0
+            or tokens[i - 1][2].endswith("\n")
+            or (tokens[i - 1][1] in _BLANK and (i < 2 or tokens[i - 2][2].endswith("\n")))
         )
         return (
             at_line_start

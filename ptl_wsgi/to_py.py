@@ -45,11 +45,13 @@ _JOIN = {"html": "html_join", "plain": "plain_join"}
 _HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext")
 _QUIXOTE = frozenset({"ptl_html", "ptl_plain"})
 _START_TOKENS = frozenset(
-    t for t in (getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "TSTRING_START", None))
+    t
+    for t in (getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "TSTRING_START", None))
     if t is not None
 )
 _END_TOKENS = frozenset(
-    t for t in (getattr(tokenize, "FSTRING_END", None), getattr(tokenize, "TSTRING_END", None))
+    t
+    for t in (getattr(tokenize, "FSTRING_END", None), getattr(tokenize, "TSTRING_END", None))
     if t is not None
 )
 # A \N{...} escape in a non-raw literal: its braces are not replacement fields.

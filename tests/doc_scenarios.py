@@ -398,7 +398,11 @@ user = User()
             "urlpatterns = [path('polls/', index)]\n"
         ),
     },
-    named_blocks={2: "templates/polls/index.ptl", 3: "templates/edit.ptl", 5: "templates/scripts.ptl"},
+    named_blocks={
+        2: "templates/polls/index.ptl",
+        3: "templates/edit.ptl",
+        5: "templates/scripts.ptl",
+    },
     run={0, 4},
     then={
         0: """

@@ -707,8 +707,16 @@ def test_yield_in_nested_f_string_parts_is_rejected(expression: str, kind: str) 
         "def f [html] (x):\n    def g() -> (yield):\n        pass\n",
         "def f [html] (x):\n    y: (yield) = 1\n",
     ],
-    ids=["default", "lambda default", "base", "keyword", "decorator", "annotation", "returns",
-         "variable annotation"],
+    ids=[
+        "default",
+        "lambda default",
+        "base",
+        "keyword",
+        "decorator",
+        "annotation",
+        "returns",
+        "variable annotation",
+    ],
 )
 def test_yield_evaluated_in_the_template_scope_is_rejected(source: str) -> None:
     exc = syntax_error(source)
@@ -806,7 +814,7 @@ def test_the_first_rule_violation_in_the_source_is_reported() -> None:
 
 # -- template_scopes: the compiler's scoping, for tools ------------------------------------
 
-SCOPED = '''\
+SCOPED = """\
 SEEN = []
 def deco(x):
     SEEN.append((str(x)[:6], type(x).__name__))
@@ -831,7 +839,7 @@ def page [html] (sep="<default>", *, end: "<annotation>" = "<kwdefault>"):
     note: "<ann>" = "<value>"
     f"<f>{'<field>'}{sep:{'>'}12}"
     return
-'''
+"""
 
 
 def test_template_scopes_agree_with_the_compiled_module() -> None:

@@ -251,7 +251,7 @@ def test_regexp_after_a_parenthesis() -> None:
      "var h = (a) / 2 / 3; var s = '{v}';", "var h = (a) /\\n 2; var s = '{v}';"],
 )  # fmt: skip
 def test_a_slash_after_a_parenthesis_whose_readings_agree(code: str) -> None:
-    out = render(f"def f [html] (v):\n    f\"<script>{code}</script>\"\n", "'")
+    out = render(f'def f [html] (v):\n    f"<script>{code}</script>"\n', "'")
     assert "s = '\\x27';" in out
 
 
@@ -372,7 +372,6 @@ ANIMATE = (
 
 def test_every_url_of_an_animation_values_list_is_checked() -> None:
     assert "javascript:" not in render(ANIMATE, "https://x;javascript:alert(1)")
-
 
 
 @pytest.mark.parametrize("value", ["0 0;1 1", "https://a/x y;/b", "red; blue", ""])
@@ -545,7 +544,7 @@ def test_htmlformat_escapes_by_context() -> None:
     assert htmlformat(eval("t'<p title=\"{u}\">{u}</p>'", {}, {"u": "<&>"})) == (
         '<p title="&lt;&amp;&gt;">&lt;&amp;&gt;</p>'
     )
-    nested = eval("t'<a href=\"{t\"{u}\"}\">x</a><p>{t\"<b>{u}</b>\"}</p>'", {}, {"u": u})
+    nested = eval('t\'<a href="{t"{u}"}">x</a><p>{t"<b>{u}</b>"}</p>\'', {}, {"u": u})
     assert htmlformat(nested) == f'<a href="{UNSAFE_URL}">x</a><p><b>{u}</b></p>'
     with pytest.raises(TypeError):
         htmlformat('<a href="x">')  # type: ignore[arg-type]

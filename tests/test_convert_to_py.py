@@ -179,7 +179,9 @@ template subject(title):
 @needs_312
 def test_converted_module_keeps_comments_and_layout() -> None:
     source = convert(LISTING)
-    assert source == '''\
+    assert (
+        source
+        == '''\
 """A listing page."""
 from __future__ import annotations
 from ptl_wsgi.templates import template
@@ -216,6 +218,7 @@ def subject(title):
     out.append(title.upper())
     return plain_join(out)
 '''
+    )
 
 
 @needs_314
@@ -450,9 +453,10 @@ def test_a_site_moves_file_by_file(tmp_path: Path) -> None:
     context = {"title": "<T&C>"}
     before = Loader([tmp_path])
     try:
-        page, frame = before.render("page.ptl", context), before.render("layout.ptl:frame", {
-            "title": "<x>", "body": "<y>"
-        })
+        page, frame = (
+            before.render("page.ptl", context),
+            before.render("layout.ptl:frame", {"title": "<x>", "body": "<y>"}),
+        )
     finally:
         before.close()
     assert str(page) == "<title>&lt;T&amp;C&gt;</title><main><p>&lt;T&amp;C&gt;</p></main>"

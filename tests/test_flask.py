@@ -612,11 +612,7 @@ def test_render_template_string_renders_ptl_source() -> None:
 def test_stream_template_string_streams_ptl_source() -> None:
     app = make_app()
     PTL(app)
-    source = (
-        "def render(items):\n"
-        "    for item in items:\n"
-        "        yield item\n"
-    )
+    source = "def render(items):\n    for item in items:\n        yield item\n"
 
     @app.get("/s")
     def streamed() -> Any:

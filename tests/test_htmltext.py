@@ -33,6 +33,7 @@ class NamedTuple(tuple):
 class Opaque:
     """Neither a tuple nor a mapping nor a number."""
 
+
 # The three str storage kinds (1, 2 and 4 bytes per character), each with all
 # five characters that must be escaped.
 KINDS = {
@@ -1350,6 +1351,7 @@ class TestOutputFields:
             with pytest.raises(TypeError) as expected:
                 "<td>%s</td>" % values  # noqa: UP031
             assert str(raised.value) == str(expected.value)
+
 
 def test_a_twin_built_from_two_threads_at_once_is_built_once() -> None:
     # A fresh process (this one has built both twins already); the build is slowed

@@ -360,7 +360,7 @@ def test_a_new_broken_import_is_watched_until_it_loads(
     loader = make_loader(tmp_path, auto_reload=True)
     assert loader.render("page.ptl") == "one"
     parts = write(tmp_path / "parts.ptl", 'def part [html] ()\n    "two"\n')
-    write(tmp_path / "page.ptl", 'from .parts import part\ndef render [html] ():\n    part()\n')
+    write(tmp_path / "page.ptl", "from .parts import part\ndef render [html] ():\n    part()\n")
     assert loader.render("page.ptl") == "one"
     write(parts, 'def part [html] ():\n    "two"\n')
     assert loader.render("page.ptl") == "two"
@@ -664,7 +664,9 @@ def test_escaped_names_do_not_collide(tmp_path: Path, make_loader: MakeLoader) -
     write(tmp_path / "a-2eb.ptl", 'def render [plain] ():\n    "lookalike"\n')
     loader = make_loader(tmp_path)
     assert [loader.render(n) for n in ("a.b.ptl", "a-b.ptl", "a-2eb.ptl")] == [
-        "dot", "dash", "lookalike"
+        "dot",
+        "dash",
+        "lookalike",
     ]
 
 

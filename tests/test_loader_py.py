@@ -74,20 +74,20 @@ alias = sidebar
 _private = sidebar
 '''
 
-LAYOUT_PTL = '''\
+LAYOUT_PTL = """\
 def frame [html] (title, body):
     "<title>%s</title>" % title
     body
-'''
+"""
 
-USES_PY_PTL = '''\
+USES_PY_PTL = """\
 from .page import sidebar
 
 def render [html] ():
     "<main>"
     sidebar()
     "</main>"
-'''
+"""
 
 
 def write(path: Path, source: str) -> Path:
@@ -283,9 +283,7 @@ def test_flask_renders_py_templates(flask_app: Flask) -> None:
     assert response.text == "&lt;T&gt;"  # a [plain] result, escaped into the HTML page
 
 
-@pytest.mark.parametrize(
-    "name", ["helpers.py", "page.py:ordinary", "HELPERS.PY", "page.py:stream"]
-)
+@pytest.mark.parametrize("name", ["helpers.py", "page.py:ordinary", "HELPERS.PY", "page.py:stream"])
 def test_flask_never_renders_a_py_file_as_jinja_source(flask_app: Flask, name: str) -> None:
     """Jinja2 would render helpers.py's source; the loader refuses its unmarked function."""
     flask_app.config["TESTING"] = False  # the error page, as a user would see it

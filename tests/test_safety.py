@@ -314,17 +314,37 @@ def _parse_attrs(markup: str) -> list[tuple[str, str | None]]:
 BODY = re.compile(r'<script type="application/json"(?: id="[^"]*")?>(.*)</script>\Z', re.DOTALL)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 breakout_text = st.lists(
     st.sampled_from(
         [
-            "</script>", "</SCRIPT\t", "<!--", "-->", "<script>", "\u2028", "\u2029", "</",
-            "x", "&", "<", ">", "\\", '"', "'", "/", "\ud800", "\udfff",
+            "</script>",
+            "</SCRIPT\t",
+            "<!--",
+            "-->",
+            "<script>",
+            "\u2028",
+            "\u2029",
+            "</",
+            "x",
+            "&",
+            "<",
+            ">",
+            "\\",
+            '"',
+            "'",
+            "/",
+            "\ud800",
+            "\udfff",
         ]
     ),
     max_size=12,

@@ -160,9 +160,10 @@ def test_before_314_everything_is_a_type_error(impl) -> None:
 
 # -- htmlformat ---------------------------------------------------------------------
 
+
 @needs_tstrings
 def test_literals_trusted_values_escaped(impl) -> None:
-    template = Template("<a title='", field("x' onclick='y"), "'>", field("<&>\""), "</a>")
+    template = Template("<a title='", field("x' onclick='y"), "'>", field('<&>"'), "</a>")
     assert_html(
         impl.htmlformat(template),
         impl,
@@ -173,13 +174,11 @@ def test_literals_trusted_values_escaped(impl) -> None:
 @needs_tstrings
 def test_a_real_tstring(impl) -> None:
     url, name = "/?a=1&b=<2>", "Ann & <Bob>"
-    result = impl.htmlformat(tstring('t"<a href=\'{url}\'>{name!r:>20}</a>"', url=url, name=name))
+    result = impl.htmlformat(tstring("t\"<a href='{url}'>{name!r:>20}</a>\"", url=url, name=name))
     assert_html(
         result,
         impl,
-        "<a href='/?a=1&amp;b=&lt;2&gt;'>"
-        + "       &#x27;Ann &amp; &lt;Bob&gt;&#x27;"
-        + "</a>",
+        "<a href='/?a=1&amp;b=&lt;2&gt;'>" + "       &#x27;Ann &amp; &lt;Bob&gt;&#x27;" + "</a>",
     )
 
 
@@ -531,7 +530,8 @@ def test_output_policy_takes_a_template() -> None:
     assert str(output.markup(page)) == f"<p>{ESCAPED}|3.50</p>"
     assert [str(c) for c in output.chunks(page)] == [f"<p>{ESCAPED}|3.50</p>"]
     assert [str(c) for c in output.chunks(iter([page, ATTACK]))] == [
-        f"<p>{ESCAPED}|3.50</p>", ESCAPED
+        f"<p>{ESCAPED}|3.50</p>",
+        ESCAPED,
     ]
     # As raw text, a t-string means what the plain f-string means; nested ones too.
     nested = Template("<div>", field(page), field("<i>", "r", ">6"), "</div>")
@@ -560,12 +560,12 @@ def test_a_wsgi_view_returning_a_template_is_html() -> None:
     assert status.status_code == 404 and status.data == f"<p>{ESCAPED}</p>".encode()
 
 
-STREAMED = '''
+STREAMED = """
 def render(name):
     yield t"<h1>{name}</h1>"
     yield name
     yield t"<p>{t'<b>{name}</b>'}</p>"
-'''
+"""
 STREAMED_HTML = f"<h1>{ESCAPED}</h1>{ESCAPED}<p><b>{ESCAPED}</b></p>"
 
 

@@ -14,7 +14,7 @@ from ptl_wsgi.html import htmltext
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 14), reason="t-strings are Python 3.14+")
 
-SOURCE = '''
+SOURCE = """
 def cell [html] (value, width):
     t"<td>{value}</td>"
     t"<td>{value!r:>{width}}</td>"
@@ -35,7 +35,7 @@ def fstring [html] (value, width):
     f"<td>{value}</td>"
     f"<td>{value!r:>{width}}</td>"
     f"<td>{ {'k': value}['k'] }</td>"
-'''
+"""
 
 
 def load() -> types.ModuleType:

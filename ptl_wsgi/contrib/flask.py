@@ -111,9 +111,7 @@ def _is_ptl(name: Any) -> bool:
     # Any case: "x.PTL" is no PTL name (the loader refuses it), but on a case-insensitive
     # file system Jinja2 would open x.ptl for it.  A .py file is a template module too:
     # Jinja2 must never render Python source as its own.
-    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(
-        _loader.SUFFIXES
-    )
+    return isinstance(name, str) and _loader.split_name(name)[0].lower().endswith(_loader.SUFFIXES)
 
 
 def _is_ptl_file(filename: str) -> bool:
