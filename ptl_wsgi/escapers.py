@@ -298,6 +298,7 @@ _BASES: dict[str, Callable[[str], str]] = {
     "css_string": _css_string,
     "srcdoc": _escape_html,
 }
+_URL_STARTS = (_url, _url_list, _srcset)
 _LAYERS: dict[str, Callable[[str], str]] = {
     "": _identity,
     "q": _escape_html,
@@ -307,6 +308,11 @@ _LAYERS: dict[str, Callable[[str], str]] = {
 
 
 def _compose(base: Callable[[str], str], layer: Callable[[str], str], ints: bool = True) -> Escaper:
+    # Where a URL starts, markup is trusted as markup but its scheme is still checked:
+    # markup made in a template for text (a fragment, a helper template's result) has
+    # its values escaped for text only, and a script URL in it would run.
+    checks_scheme = base in _URL_STARTS
+
     def escape(value: Any) -> Any:
         if type(value) is str:
             text = value
@@ -317,11 +323,26 @@ def _compose(base: Callable[[str], str], layer: Callable[[str], str], ints: bool
         else:
             markup = _markup(value)
             if markup is not None:
+                if checks_scheme and _refused_url(base, markup):
+                    return htmltext(layer(_unsafe_url()))
                 return markup
             text = str(value)
         return htmltext(layer(base(text)))
 
     return escape
+
+
+def _refused_url(base: Callable[[str], str], markup: str) -> bool:
+    """True when the URL check *base* refuses (some URL of) the text *markup* stands for."""
+    from html import unescape
+
+    return _unsafe_url() in base(unescape(str(markup)))
+
+
+def _unsafe_url() -> str:
+    from ptl_wsgi.safety import UNSAFE_URL
+
+    return UNSAFE_URL
 
 
 def _compose_js_value(layer: Callable[[str], str]) -> Escaper:

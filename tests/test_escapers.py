@@ -108,8 +108,26 @@ def test_markup_passes_every_escaper_unchanged(name: str) -> None:
         def __html__(self) -> str:
             return "<b onclick=x>"
 
+    assert esc(name, htmltext("/i?a=1&amp;b=2")) == "/i?a=1&amp;b=2"
+    if name in URL_STARTS:
+        return  # markup at a URL's start is a URL too: see the test below
     assert esc(name, htmltext("<i>")) == "<i>"
     assert esc(name, Markup()) == "<b onclick=x>"
+
+
+URL_STARTS = {
+    n
+    for n in ESCAPERS
+    if n in ("url", "url_q", "url_u", "url_u0") or n.startswith(("url_list", "srcset"))
+}
+
+
+@pytest.mark.parametrize("name", sorted(URL_STARTS))
+def test_markup_at_the_start_of_a_url_has_its_scheme_checked(name: str) -> None:
+    # Markup made for text (a fragment, a helper template's result) escaped its values
+    # for text only: where a URL starts, a script URL in it is refused all the same.
+    for unsafe in ("javascript:alert(1)", "JaVaScRiPt&#58;alert(1)", " javascript:x"):
+        assert "about:invalid" in esc(name, htmltext(unsafe)), unsafe
 
 
 def test_formatting_helpers() -> None:
