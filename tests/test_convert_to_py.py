@@ -268,7 +268,7 @@ def tstrings [plain] (x):
 
 
 def tstrings_html [html] (x):
-    t"<{x!r:>6}>"
+    t"[{x!r:>6}]"
 
 
 def shout(f):
