@@ -1314,7 +1314,7 @@ class _Transformer(_ScopeWalker):
                     plain = "%s" if match.group(1) is None else f"%({match.group(1)})s"
                     fmt = fmt[: match.start()] + plain + fmt[match.end() :]
             node.left = _located(ast.Constant(fmt), node.left)
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # in place: the BinOp stays this node
         if not wanted:
             return node
         right = node.right
@@ -1331,17 +1331,18 @@ class _Transformer(_ScopeWalker):
                 return node  # a wrong count raises as str's % does
             if len(conversions) == 1:
                 left = node.left
-                fmt = _name(left.id, left) if isinstance(left, ast.Name) else left
+                whole = _name(left.id, left) if isinstance(left, ast.Name) else left
                 self.helpers.add("_ptl_ctx_percent")
-                value = _call(_name("_ptl_ctx_percent", right), [right, fmt], right)
+                value = _call(_name("_ptl_ctx_percent", right), [right, whole], right)
                 escaped = self.percent_escaped(value, specs[0], escapers[0])
                 node.right = _located(ast.Tuple([escaped], ast.Load()), right)
                 return node
         elif all(k is not None for k in keys) and isinstance(right, ast.Dict):
-            uses: dict[str | None, set[tuple[str | None, str | None, str]]] = {}
-            for i, (key, conversion) in enumerate(conversions):
-                uses.setdefault(key, set()).add((escapers[i], specs[i], conversion))
-            if any(len(uses[keys[i]]) > 1 for i in wanted):
+            named = [k for k in keys if k is not None]  # (every field has a key here)
+            uses: dict[str, set[tuple[str | None, str | None, str]]] = {}
+            for i, (_, conversion) in enumerate(conversions):
+                uses.setdefault(named[i], set()).add((escapers[i], specs[i], conversion))
+            if any(len(uses[named[i]]) > 1 for i in wanted):
                 # One dict value escaped two ways: the first escaper's markup would be
                 # trusted where the second lands.
                 raise self.error(
@@ -1349,9 +1350,9 @@ class _Transformer(_ScopeWalker):
                     "formatting) of its value; give each place its own key",
                     node,
                 )
-            if all(keys[i] in dict_keys for i in wanted) and None not in right.keys:
+            if all(named[i] in dict_keys for i in wanted) and None not in right.keys:
                 for i in wanted:
-                    index = dict_keys[keys[i]]
+                    index = dict_keys[named[i]]
                     right.values[index] = self.percent_escaped(
                         right.values[index], specs[i], escapers[i]
                     )

@@ -213,7 +213,7 @@ htmlescape = _active.htmlescape
 _twin_htmlformat = _active.htmlformat
 # Per distinct literal parts: whether every value lands in a text-like context (text,
 # RCDATA, a quoted plain attribute), where the twin's own htmlformat is exact.
-_text_plans: dict[tuple[str, ...], bool] = {}
+_text_plans: dict[object, bool] = {}  # keyed by a Template's strings
 
 
 def htmlformat(template: Any, /) -> Any:
