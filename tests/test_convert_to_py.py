@@ -306,7 +306,7 @@ def only_docstring [html] ():
 
 \x0c
 def odd_lines [html] (x):  # a form feed above, line separators in literals
-    "<a>\u2028</a>"; f"<{x}>\u2028"
+    "<a>\u2028</a>"; f"[{x}]\u2028"
     x
 
 
