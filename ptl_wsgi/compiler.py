@@ -1285,12 +1285,13 @@ class _Transformer(_ScopeWalker):
             if hole is not None:
                 parts.append(None)
         conversions = [hole for _, hole in holes if hole is not None]
-        numeric = [conversion in _NUMERIC_CONVERSIONS for _, conversion in conversions]
+        fields = _percent_fields(node.left.value)
+        numeric = [_digits_only(field) for field in fields]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
         wanted = [
             i
-            for i, (escaper, (_, conversion)) in enumerate(zip(escapers, conversions, strict=True))
-            if escaper is not None and conversion not in _NUMERIC_CONVERSIONS
+            for i, (escaper, digits) in enumerate(zip(escapers, numeric, strict=True))
+            if escaper is not None and not digits
         ]  # fmt: skip
         # A dict display's str keys, read before visiting hoists them into names.
         dict_keys: dict[str, int] = {}
@@ -1298,7 +1299,6 @@ class _Transformer(_ScopeWalker):
             for index, key in enumerate(node.right.keys):
                 if isinstance(key, ast.Constant) and type(key.value) is str:
                     dict_keys.setdefault(key.value, index)
-        fields = _percent_fields(node.left.value)
         specs: list[str | None] = [None] * len(conversions)
         if wanted:
             # An escaped field's conversion, flags, width and precision are applied to the
@@ -1431,7 +1431,25 @@ class _Transformer(_ScopeWalker):
         return node
 
 
-_NUMERIC_CONVERSIONS = frozenset("diouxXeEfFgG")
+def _digits_only(field: re.Match[str]) -> bool:
+    """Whether %-conversion *field* can output only digits and a sign, never a letter or space.
+
+    Only ``%d``, ``%i`` and ``%u`` can: ``%x`` and ``%c`` give letters, ``%o`` and
+    ``%x`` with ``#`` a ``0o`` or ``0x`` prefix, the float conversions ``inf``,
+    ``nan`` and exponents, the `` `` flag and a width without ``0`` spaces.  Such
+    a field is followed as a digit (it may go where a name goes, ``<h%d>``); any
+    other is a value, escaped for its context.
+    """
+    if field.group(4) not in "diu":
+        return False
+    spec = field.group()[field.end(1) + 1 - field.start() if field.group(1) is not None else 1 :]
+    flags = spec[: len(spec) - len(spec.lstrip("#0- +"))]
+    width = field.group(2)
+    if " " in flags or width == "*" or field.group(3) == "*":
+        return False
+    return width is None or ("0" in flags and "-" not in flags)
+
+
 _PERCENT_SPEC = re.compile(
     r"%(?:\(([^)]*)\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])"
 )
