@@ -840,6 +840,7 @@ def escaper_for(ctx: Context) -> str | None:
         raise ContextError(f"a value here would be part of the tag {ctx.pending!r}")
     if ctx.pending and state == S_TAG:
         raise ContextError(f"a value here would be part of the attribute name {ctx.pending!r}")
+    _refuse_open_reference(ctx)
     ctx = settle(ctx)
     state = ctx.state
     if state in (S_TEXT, S_RCDATA):
@@ -863,6 +864,29 @@ def escaper_for(ctx: Context) -> str | None:
     if ctx.delim:
         return None if base == "text" else f"{base}_q"
     return base
+
+
+_OPEN_REFERENCE = re.compile(r"&[#A-Za-z0-9]*\Z")
+
+
+def _refuse_open_reference(ctx: Context) -> None:
+    """Refuse a value right after ``&``, ``&#``, ``&#x``, ``&na`` where references are decoded.
+
+    In an attribute value (and an SVG or MathML script or style) the browser
+    decodes character references before the inner language reads the text: a
+    value such as ``#92;`` after a literal ``&`` would make a ``\\`` (or a ``j``
+    of ``javascript:``) after its escaper ran.  Text and element text decode them
+    too, but to one character of data, which is harmless there.
+    """
+    decoded = ctx.delim or (
+        ctx.foreign and ctx.element and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
+    )
+    if decoded and ctx.pending and _OPEN_REFERENCE.search(ctx.pending):
+        raise ContextError(
+            "a value right after a literal '&' would complete a character reference, "
+            "which the browser decodes after the value was escaped; write '&amp;' for "
+            "an '&' before a value"
+        )
 
 
 def _base(ctx: Context) -> str:
@@ -941,6 +965,8 @@ def join(a: Context | None, b: Context | None) -> Context | None:
         return b
     if b is None or a == b:
         return a
+    _refuse_open_reference(a)  # (settling would drop the unfinished reference a value may end)
+    _refuse_open_reference(b)
     a, b = settle(a), settle(b)
     if a == b:
         return a

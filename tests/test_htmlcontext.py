@@ -334,3 +334,18 @@ def test_every_context_has_a_description_and_a_value_rule(text: str) -> None:
     except ContextError:
         return
     after_value(ctx)
+
+
+@pytest.mark.parametrize(
+    "before",
+    ['<a href="&', '<a onclick="f(&#', "<a title=&#x", '<a title="x &am', "<svg><style>p{a:&"],
+)
+def test_a_value_may_not_complete_a_character_reference(before: str) -> None:
+    # The browser decodes the reference the value completes, after the escaper ran.
+    with pytest.raises(ContextError, match="character reference"):
+        plan((before, '">'))
+
+
+@pytest.mark.parametrize("before", ['<a href="/?a=1&b=', '<a title="&amp;', "<p>&"])
+def test_a_finished_reference_or_text_takes_a_value(before: str) -> None:
+    plan((before, '">' if '"' in before else ""))
