@@ -85,6 +85,7 @@ U_PATH = "path"  # past the scheme, before ? or #
 U_SLASH = "path start"  # just "/" or "scheme:" (or "scheme:/"): a "/" next would start a host
 U_QUERY = "query"  # in the query or fragment
 U_UNKNOWN = "unknown"  # where branches met in different parts
+U_SCRIPT = "script body"  # after javascript:, vbscript: or an active data: type: no value
 # JS: what a "/" means next
 J_REGEXP, J_DIVOP, J_UNKNOWN = "regexp", "divop", "unknown"
 
@@ -500,7 +501,41 @@ _BEFORE_HOST = re.compile(
 )
 
 
+# Schemes whose body the browser runs (or renders as a document), as a URL parser sees
+# them; data: is safe only with a literal raster image type.
+_SCRIPT_SCHEME = re.compile(r"(?:javascript|vbscript|data):", re.IGNORECASE)
+_SCHEME_END = re.compile(r"[A-Za-z0-9+.\-]*:")
+_IMAGE_DATA = re.compile(
+    r"data:image/(?:png|jpeg|jpg|gif|webp|avif|bmp|x-icon)(?:;base64)?,", re.IGNORECASE
+)
+_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
+
+
+def _script_scheme(part: str, text: str) -> bool:
+    """Whether URL *text* (no tabs or newlines) in *part* makes, or may make, a script URL.
+
+    After literal scheme
+    characters (or a value) the start of the scheme is not known: a scheme that
+    ends in *text* is taken for a script one (``{proto}://``, with no scheme
+    character before the ``:``, stays allowed: the value is checked).
+    """
+    if part == U_START:
+        text = text.lstrip(_URL_LEADING)
+        if _SCRIPT_SCHEME.match(text):
+            return not _IMAGE_DATA.match(text)
+        return False
+    match = _SCHEME_END.match(text)
+    if match is None:
+        return False
+    return part == U_SCHEME or (part == U_UNKNOWN and len(match.group()) > 1)
+
+
 def _url_part(part: str, text: str) -> str:
+    if part == U_SCRIPT:
+        return U_SCRIPT
+    text = _TAB_OR_NEWLINE.sub("", text)  # (the URL parser drops them)
+    if part in (U_START, U_SCHEME, U_UNKNOWN) and _script_scheme(part, text):
+        return U_SCRIPT
     if part == U_QUERY or "?" in text or "#" in text:
         return U_QUERY
     if part == U_UNKNOWN:
@@ -901,6 +936,12 @@ def _base(ctx: Context) -> str:
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
         if ctx.sub == "open":
             return "url"
+        if ctx.sub == U_SCRIPT:
+            raise ContextError(
+                "no value may go in a javascript:, vbscript: or data: URL (the browser "
+                "percent-decodes it into script or a document); use an event handler "
+                "attribute or a <script>, or a data: URL with a literal image type"
+            )
         return _URL_BASES.get(ctx.sub, "url_query")
     return _BASES[state]
 
@@ -972,7 +1013,8 @@ def join(a: Context | None, b: Context | None) -> Context | None:
         return a
     if a._replace(sub="") == b._replace(sub=""):
         if a.state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
-            return a._replace(sub=U_UNKNOWN)
+            script = U_SCRIPT in (a.sub, b.sub)  # (no value may follow either way)
+            return a._replace(sub=U_SCRIPT if script else U_UNKNOWN)
         if a.state == S_JS:
             return a._replace(sub=J_UNKNOWN)
     raise _Mismatch(a, b)
