@@ -46,6 +46,7 @@ from ptl_wsgi.htmlcontext import (
     Context,
     ContextError,
     advance,
+    after_number,
     after_value,
     describe,
     ends_in_text,
@@ -767,7 +768,12 @@ class _Transformer(_ScopeWalker):
                     # A number is digits (a sign, a point): safe wherever a name may go
                     # ("<h%d>"), and parsed as such.
                     escapers.append(None)
-                    ctx = self.advanced(ctx, "1", ref)
+                    try:
+                        ctx = after_number(ctx)
+                    except ContextError as exc:
+                        raise self.error(
+                            f"no number may go here ({describe(ctx)}): {exc}", ref
+                        ) from None
                     continue
                 escapers.append(self.escaper_at(ctx, ref))
                 ctx = after_value(ctx)

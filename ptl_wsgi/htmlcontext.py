@@ -13,6 +13,7 @@ compiler can use it at compile time and the t-string planner at run time:
   (``None``: plain HTML escaping, as everywhere before), or :class:`ContextError`
   where no value may go (a tag or attribute name, a ``<!DOCTYPE``);
 * :func:`after_value` -- the context after a value;
+* :func:`after_number` -- the context after a ``%d`` number (or ContextError);
 * :func:`join` -- the context where two branches of control flow meet, or None.
 
 The escapers themselves (run time) are :mod:`ptl_wsgi.escapers`; their names are
@@ -33,6 +34,7 @@ __all__ = [
     "Context",
     "ContextError",
     "advance",
+    "after_number",
     "after_value",
     "attribute_kind",
     "describe",
@@ -983,6 +985,29 @@ def after_value(ctx: Context) -> Context:
     if state == S_JS:
         return ctx._replace(sub=J_DIVOP)
     return ctx
+
+
+def after_number(ctx: Context) -> Context:
+    """The context after a number (digits, maybe a ``-``) inserted in *ctx*.
+
+    A number may go where a name goes (``<h%d>``) and is followed as its digits;
+    refused where its digits would complete a character reference (``&#%d;`` of
+    39 is a quote in an ``onclick`` string), or where a ``-`` sign would change
+    the context (``<!-%d`` of -1 opens a comment).
+    """
+    _refuse_open_reference(ctx)
+    positive = advance(ctx, "1")
+    try:
+        negative = advance(ctx, "-1")
+        same = settle(positive)._replace(pending="") == settle(negative)._replace(pending="")
+    except ContextError:
+        same = False
+    if not same:
+        raise ContextError(
+            "a '-' sign here would change the HTML context; format the number as a value "
+            "('%s'), or write it where a sign changes nothing"
+        )
+    return positive
 
 
 def ends_in_text(ctx: Context) -> bool:

@@ -1013,3 +1013,24 @@ def test_a_t_string_cannot_end_inside_a_tag_name() -> None:
     with pytest.raises(ValueError, match="not in text"):
         contextual_format(Template(["<scr", "ipt"], ["x"]))
     assert contextual_format(Template(["a <"], [])) == "a <"
+
+
+@pytest.mark.parametrize(
+    "body, args",
+    [
+        # '&#' + 39 + ';' is a quote, decoded before the handler runs: out of the string.
+        ("'<a onclick=\"f(\\'&#%d;\\')\">x</a>' % (n,)", (39,)),
+        # '<!-' + '-1' is '<!--': a comment the engine would take for a bogus one.
+        ("'<!-%d x> <a href=\"%s\">' % (n, u)", (-1, JS_URL)),
+    ],
+)
+def test_a_number_cannot_complete_a_reference_or_change_the_context_by_its_sign(
+    body: str, args: tuple[Any, ...]
+) -> None:
+    with pytest.raises(SyntaxError, match="no number may go here"):
+        render(f"def f [html] (n, u=None):\n    {body}\n", *args)
+
+
+def test_a_negative_number_still_goes_where_its_sign_changes_nothing() -> None:
+    source = 'def f [html] (n):\n    \'<a href="/p/%d" style="width: %dpx">x</a>\' % (n, n)\n'
+    assert render(source, -1) == '<a href="/p/-1" style="width: -1px">x</a>'
