@@ -667,17 +667,23 @@ def _check_paren_slash(ctx: Context, rest: str) -> None:
         )
 
 
-def _js_string(ctx: Context, text: str) -> tuple[Context, str]:
-    quote = '"' if ctx.state == S_JS_DQ else "'"
+def _past_closing_quote(text: str, quote: str) -> int:
+    """The index just past the unescaped *quote* that ends a string in *text*, or -1."""
     i = 0
     while True:
         j = _next_of(text, i, quote + "\\")
         if j < 0:
-            return ctx, ""
-        if text[j] == "\\":
-            i = j + 2
-            continue
-        return ctx._replace(state=S_JS, sub=J_DIVOP), text[j + 1 :]
+            return -1
+        if text[j] == quote:
+            return j + 1
+        i = j + 2  # a backslash escapes the next character
+
+
+def _js_string(ctx: Context, text: str) -> tuple[Context, str]:
+    end = _past_closing_quote(text, '"' if ctx.state == S_JS_DQ else "'")
+    if end < 0:
+        return ctx, ""
+    return ctx._replace(state=S_JS, sub=J_DIVOP), text[end:]
 
 
 def _js_template(ctx: Context, text: str) -> tuple[Context, str]:
@@ -798,16 +804,10 @@ def _css_url(ctx: Context, text: str) -> tuple[Context, str]:
 
 
 def _css_string(ctx: Context, text: str) -> tuple[Context, str]:
-    quote = '"' if ctx.state == S_CSS_DQ else "'"
-    i = 0
-    while True:
-        j = _next_of(text, i, quote + "\\")
-        if j < 0:
-            return ctx, ""
-        if text[j] == "\\":
-            i = j + 2
-            continue
-        return ctx._replace(state=S_CSS), text[j + 1 :]
+    end = _past_closing_quote(text, '"' if ctx.state == S_CSS_DQ else "'")
+    if end < 0:
+        return ctx, ""
+    return ctx._replace(state=S_CSS), text[end:]
 
 
 def _css_block_comment(ctx: Context, text: str) -> tuple[Context, str]:
