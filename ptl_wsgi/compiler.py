@@ -700,8 +700,12 @@ class _Transformer(_ScopeWalker):
         try:
             escaper = escaper_for(ctx)
         except ContextError as exc:
+            try:
+                where = describe(ctx)
+            except ContextError:  # the text it holds back is what cannot be followed
+                raise self.error(f"cannot follow this markup: {exc}", node) from None
             raise self.error(
-                f"no value may go here ({describe(ctx)}): {exc}; write the name in the "
+                f"no value may go here ({where}): {exc}; write the name in the "
                 "literal, or output a whole tag or attribute as markup (htmltext)",
                 node,
             ) from None

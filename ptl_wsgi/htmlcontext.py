@@ -87,6 +87,8 @@ U_PATH = "path"  # past the scheme, before ? or #
 U_SLASH = "path start"  # just "/" or "scheme:" (or "scheme:/"): a "/" next would start a host
 U_QUERY = "query"  # in the query or fragment
 U_UNKNOWN = "unknown"  # where branches met in different parts
+U_VALUE = "after a value"  # one value alone at the start: it may be the whole scheme
+U_VALUES = "after values"  # values in the scheme's place: a ":" next could end any scheme
 U_SCRIPT = "script body"  # after javascript:, vbscript: or an active data: type: no value
 # JS: what a "/" means next
 J_REGEXP, J_DIVOP, J_UNKNOWN = "regexp", "divop", "unknown"
@@ -536,6 +538,17 @@ def _url_part(part: str, text: str) -> str:
     if part == U_SCRIPT:
         return U_SCRIPT
     text = _TAB_OR_NEWLINE.sub("", text)  # (the URL parser drops them)
+    if part in (U_VALUE, U_VALUES):
+        scheme = _SCHEME_END.match(text)
+        # One value followed by ":" is a scheme the value's own check judged
+        # ("{proto}://"); values and scheme characters ending in ":" are not.
+        if scheme is not None and (part == U_VALUES or len(scheme.group()) > 1):
+            raise ContextError(
+                "a value at the start of a URL and the literal's ':' after it would make "
+                "a scheme no check sees whole (values could spell 'javascript:'); write "
+                "the scheme in the literal, or give the whole URL as one value"
+            )
+        part = U_UNKNOWN
     if part in (U_START, U_SCHEME, U_UNKNOWN) and _script_scheme(part, text):
         return U_SCRIPT
     if part == U_QUERY or "?" in text or "#" in text:
@@ -977,9 +990,15 @@ def after_value(ctx: Context) -> Context:
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
-        if ctx.sub in (U_START, U_SCHEME, U_SLASH, "open"):
-            # The value may have ended in a scheme, a path or a query: the next one gets
-            # the strictest escaping of a URL part (which "?" or "#" in text resolves).
+        # The value may have ended in a scheme, a path or a query: the next one gets the
+        # strictest escaping of a URL part (which "?" or "#" in text resolves).  Where
+        # the scheme could still be written, which values wrote it is remembered: a
+        # literal ":" after them could end a scheme they spell ("java" "script:").
+        if ctx.sub in (U_START, "open"):
+            return ctx._replace(sub=U_VALUE)
+        if ctx.sub in (U_SCHEME, U_VALUE, U_VALUES):
+            return ctx._replace(sub=U_VALUES)
+        if ctx.sub == U_SLASH:
             return ctx._replace(sub=U_UNKNOWN)
         return ctx
     if state == S_JS:

@@ -526,7 +526,8 @@ def test_a_value_in_a_script_url_body_stays_data(name: str) -> None:
     ],
 )
 def test_values_in_script_urls_are_refused(url: str) -> None:
-    with pytest.raises(SyntaxError, match="javascript:, vbscript: or data: URL"):
+    # (A value then "script:" is refused at the literal already: no check sees the scheme.)
+    with pytest.raises(SyntaxError, match=r"javascript:, vbscript: or data: URL|sees whole"):
         render(f"def f [html] (v):\n    f'<a href=\"{url}\">x</a>'\n", "x")
 
 
@@ -1034,3 +1035,30 @@ def test_a_number_cannot_complete_a_reference_or_change_the_context_by_its_sign(
 def test_a_negative_number_still_goes_where_its_sign_changes_nothing() -> None:
     source = 'def f [html] (n):\n    \'<a href="/p/%d" style="width: %dpx">x</a>\' % (n, n)\n'
     assert render(source, -1) == '<a href="/p/-1" style="width: -1px">x</a>'
+
+
+# -- values that spell a scheme with the literal after them --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "args"),
+    [
+        ("f'<a href=\"{a}script:alert(1)\">x</a>'", ("java",)),
+        ("f'<a href=\"{a}{b}:alert(1)\">x</a>'", ("java", "script")),
+        ("f'<a href=\"java{a}:alert(1)\">x</a>'", ("script",)),
+        ("'<a href=\"%s%s:alert(1)\">x</a>' % (a, b)", ("java", "script")),
+    ],
+)
+def test_values_cannot_spell_a_scheme_that_a_literal_colon_ends(body: str, args: tuple) -> None:
+    source = f"def f [html] (a, b=None):\n    {body}\n"
+    with pytest.raises(SyntaxError, match="would make a scheme no check sees whole") as raised:
+        render(source, *args)
+    assert raised.value.lineno == 2
+
+
+def test_one_value_may_still_be_the_scheme_or_the_whole_start() -> None:
+    source = "def f [html] (a, b):\n    f'<a href=\"{a}://{b}/x\">x</a>'\n"
+    assert render(source, "https", "h") == '<a href="https://h/x">x</a>'
+    assert "javascript" not in render(source, "javascript", "h")
+    source = "def f [html] (a, b):\n    f'<a href=\"{a}/{b}\">x</a>'\n"
+    assert render(source, "https://h", "p:q") == '<a href="https://h/p%3Aq">x</a>'
