@@ -60,7 +60,11 @@ def test_grammar_sources_compile(source: str) -> None:
     if compile_or_syntax_error(source) is None:
         # Only contextual escaping may refuse valid PTL (a value in a tag name, a template
         # ending inside a tag): with it off, the module compiles.
-        opted_out = "__ptl_contextual__ = False\n" + source
+        lines = source.splitlines(keepends=True)
+        after = max(
+            (i + 1 for i, line in enumerate(lines) if line.startswith("from __future__")), default=0
+        )
+        opted_out = "".join([*lines[:after], "__ptl_contextual__ = False\n", *lines[after:]])
         assert compile_or_syntax_error(opted_out) is not None, source
 
 
