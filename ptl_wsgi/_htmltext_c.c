@@ -1814,6 +1814,83 @@ mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return new_text_steal(st, st->text_type, markup_text(st, value));
 }
 
+static PyObject *mod_field_output(PyObject *module, PyObject *value);
+static PyObject *mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* Appends pattern[i] for one item: see mod_loop_output. */
+static int
+loop_part(State *st, PyObject *out, PyObject *part, PyObject *item)
+{
+    if (part == Py_None) {
+        return PyList_Append(out, item);
+    }
+    if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) < 1 || PyTuple_GET_SIZE(part) > 4) {
+        return PyList_Append(out, part);
+    }
+    PyObject *func = PyTuple_GET_ITEM(part, 0);
+    /* The fast path's own outputs of simple values: the item itself, without a call. */
+    if (is_simple_output(st, item) && PyCFunction_Check(func) &&
+        (PyCFunction_GET_FUNCTION(func) == (PyCFunction)mod_field_output ||
+         PyCFunction_GET_FUNCTION(func) == CFUNC(mod_percent_output))) {
+        return PyList_Append(out, item);
+    }
+    PyObject *call_args[4] = {item};
+    Py_ssize_t n = PyTuple_GET_SIZE(part);
+    for (Py_ssize_t k = 1; k < n; k++) {
+        call_args[k] = PyTuple_GET_ITEM(part, k);
+    }
+    PyObject *value = PyObject_Vectorcall(func, call_args, (size_t)n, NULL);
+    int failed = value == NULL ? -1 : PyList_Append(out, value);
+    Py_XDECREF(value);
+    return failed;
+}
+
+/* A fused output loop of a compiled template: for each item of the iterable,
+   appends pattern's parts to the list out, None standing for the item and a
+   tuple (f, *extra) for f(item, *extra).  With a joint (the pattern's last
+   part and first part, both text, as one), one joint is appended between
+   items instead of the two.  Measured (callgrind, bigtable): the
+   interpreter's loop, its tuple and extend() were a third of a render, and
+   the joint saves a third of the pieces the final join goes through. */
+static PyObject *
+mod_loop_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4 || !PyList_CheckExact(args[0]) || !PyTuple_Check(args[2]) ||
+        (nargs == 4 && args[3] != Py_None && PyTuple_GET_SIZE(args[2]) < 2)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "loop_output() takes a list, an iterable, a tuple and an optional joint");
+        return NULL;
+    }
+    State *st = module_state(module);
+    PyObject *out = args[0], *pattern = args[2], *item;
+    PyObject *joint = nargs == 4 && args[3] != Py_None ? args[3] : NULL;
+    Py_ssize_t first = joint != NULL, stop = PyTuple_GET_SIZE(pattern) - first;
+    int started = 0;
+    PyObject *it = PyObject_GetIter(args[1]);
+    if (it == NULL) {
+        return NULL;
+    }
+    while ((item = PyIter_Next(it)) != NULL) {
+        int failed = joint != NULL &&
+                     PyList_Append(out, started ? joint : PyTuple_GET_ITEM(pattern, 0)) < 0;
+        started = 1;
+        for (Py_ssize_t i = first; !failed && i < stop; i++) {
+            failed = loop_part(st, out, PyTuple_GET_ITEM(pattern, i), item) < 0;
+        }
+        Py_DECREF(item);
+        if (failed) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred() ||
+        (started && joint != NULL && PyList_Append(out, PyTuple_GET_ITEM(pattern, stop)) < 0)) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* Before 3.14 nothing is a Template: htmlformat() only refuses its argument. */
 static PyObject *
 mod_htmlformat(PyObject *module, PyObject *template)
@@ -1852,6 +1929,10 @@ static PyMethodDef module_methods[] = {
     {"percent_output", CFUNC(mod_percent_output), METH_FASTCALL,
      PyDoc_STR("A %s field's output: value itself if it is a str, int, float or htmltext, "
                "else its markup as htmltext; a tuple is fmt's values unless fmt is None.")},
+    {"loop_output", CFUNC(mod_loop_output), METH_FASTCALL,
+     PyDoc_STR("Append pattern to the list out for each item of iterable: None is the item, "
+               "(f, *extra) is f(item, *extra), anything else itself; a joint replaces the "
+               "pattern's last and first parts between items.")},
     {"htmlformat", mod_htmlformat, METH_O,
      PyDoc_STR("A t-string as htmltext: literal parts trusted, interpolations converted, "
                "formatted and escaped; nested t-strings and markup kept.")},

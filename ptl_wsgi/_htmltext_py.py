@@ -241,6 +241,40 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
     return htmlescape(value)
 
 
+def loop_output(
+    out: list[Any], iterable: Any, pattern: tuple[Any, ...], joint: Any = None, /
+) -> None:
+    """A fused output loop of a compiled template.
+
+    For each item of *iterable*, appends *pattern*'s parts to *out*: ``None``
+    stands for the item, a tuple ``(f, *extra)`` for ``f(item, *extra)``,
+    anything else for itself.  With a *joint* (the pattern's last and first
+    parts as one text), the joint is appended between items instead of them.
+    """
+    if (
+        type(out) is not list
+        or not isinstance(pattern, tuple)
+        or (joint is not None and len(pattern) < 2)
+    ):
+        raise TypeError("loop_output() takes a list, an iterable, a tuple and an optional joint")
+    first = 0 if joint is None else 1
+    parts = pattern[first : len(pattern) - first]
+    started = False
+    for item in iterable:
+        if joint is not None:
+            out.append(joint if started else pattern[0])
+        started = True
+        for part in parts:
+            if part is None:
+                out.append(item)
+            elif type(part) is tuple and 1 <= len(part) <= 4:
+                out.append(part[0](item, *part[1:]))
+            else:
+                out.append(part)
+    if started and joint is not None:
+        out.append(pattern[-1])
+
+
 # -- % formatting -------------------------------------------------------------
 #
 # str's own % is the grammar, on every Python version: this code only cuts a

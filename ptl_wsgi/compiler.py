@@ -32,6 +32,7 @@ import re
 import sys
 import threading
 import tokenize
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ _RUNTIME_NAMES = (
     ("format_field", "_ptl_format_field"),
     ("field_output", "_ptl_field_output"),
     ("percent_output", "_ptl_percent_output"),
+    ("loop_output", "_ptl_loop_output"),
 )
 _MARKERS = (
     ("mark_html_template", "_ptl_mark_html"),
@@ -125,6 +127,13 @@ Templates = dict[tuple[int, int], str]
 
 # Off only in tests: the general path, which the fast one must match exactly.
 _SPLIT_OUTPUT = True
+
+# Off only in tests: loops that only output text and their variable stay loops.
+_FUSE_LOOPS = True
+# Calls that output a fused loop's item (besides the escapers).
+_ITEM_OUTPUTS = frozenset({"_ptl_field_output", "_ptl_percent_output"})
+# Names that can read a template's local variables, which fused loops do not bind.
+_FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir"})
 
 # How an output value is formatted (see _Transformer.pieces).
 _RAW, _FIELD, _PERCENT = 0, 1, 2
@@ -483,6 +492,8 @@ class _Transformer(_ScopeWalker):
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
         self.temporaries = 0
         self.binds_extend = False  # the template being wrapped calls _EXTEND
+        self.fusing = False  # the template being wrapped may have fused loops
+        self.name_uses: Counter[str] = Counter()  # in the template being wrapped
         # Inside a try or with block of the template: a handler (or a context manager
         # that swallows the error) could see the output list between two statements.
         self.guarded = False
@@ -578,7 +589,15 @@ class _Transformer(_ScopeWalker):
         # The final join reports errors (a value whose __str__ fails) at the header.
         header = self.header(node)
         self.binds_extend = False
+        self.fusing = kind == "html" and _SPLIT_OUTPUT and _FUSE_LOOPS
+        if self.fusing:
+            self.name_uses = _name_uses(node)
+            self.fusing = not self.name_uses.keys() & _FRAME_READERS
         body = self.join_outputs(node.body)
+        if self.binds_extend and self.fusing:  # fused loops may have taken every call
+            self.binds_extend = any(
+                isinstance(n, ast.Name) and n.id == _EXTEND for s in body for n in ast.walk(s)
+            )
         start: list[ast.stmt] = [_located(prologue, first)]
         if self.binds_extend:
             extend = ast.Attribute(_name(_OUT, first), "extend", ast.Load())
@@ -614,6 +633,8 @@ class _Transformer(_ScopeWalker):
                         setattr(statement, field, self.join_outputs(block))
                 for inner in getattr(statement, "handlers", ()) or getattr(statement, "cases", ()):
                     inner.body = self.join_outputs(inner.body)
+            if self.fusing and isinstance(statement, ast.For):
+                statement = self.fused_loop(statement)
             if hasattr(statement, "_ptl_pieces"):
                 run.append(statement)
             else:
@@ -621,6 +642,66 @@ class _Transformer(_ScopeWalker):
                 joined.append(statement)
         end_run()
         return joined
+
+    def fused_loop(self, loop: ast.For) -> ast.stmt:
+        """*loop* as one loop_output() call, if it only outputs text and its own variable.
+
+        The loop variable must be used nowhere else in the template (after the loop it
+        is not bound).  The call spans the loop's lines, and is made after its parts
+        are evaluated, at the ``for`` line: a tracer sees the ``for`` line, each body
+        line once, then the ``for`` line again, as for a loop that ran.
+        """
+        target, body = loop.target, loop.body
+        if (
+            loop.orelse
+            or not isinstance(target, ast.Name)
+            or len(body) != 1
+            or not hasattr(body[0], "_ptl_pieces")
+            or not isinstance(body[0], ast.Expr)
+            or not isinstance(call := body[0].value, ast.Call)
+        ):
+            return loop
+        items = call.args[0].elts if isinstance(call.args[0], ast.Tuple) else call.args
+        texts = {_target_name(assign): text for text, assign in self.literals.items()}
+        pattern: list[ast.expr] = []
+        uses = 1
+        for item in items:
+            if isinstance(item, ast.Name) and item.id in texts:
+                pattern.append(item)
+            elif isinstance(item, ast.Name) and item.id == target.id:
+                pattern.append(_located(ast.Constant(None), item))
+                uses += 1
+            elif (
+                isinstance(item, ast.Call)
+                and isinstance(item.func, ast.Name)
+                and (item.func.id in _ITEM_OUTPUTS or item.func.id.startswith(_ESCAPER))
+                and not item.keywords
+                and item.args
+                and isinstance(first := item.args[0], ast.Name)
+                and first.id == target.id
+                and all(
+                    (isinstance(a, ast.Name) and a.id in texts) or _is_none(a)
+                    for a in item.args[1:]
+                )
+            ):
+                pattern.append(_located(ast.Tuple([item.func, *item.args[1:]], ast.Load()), item))
+                uses += 1
+            else:
+                return loop
+        if self.name_uses[target.id] != uses:
+            return loop
+        args = [_name(_OUT, loop), loop.iter, _located(ast.Tuple(pattern, ast.Load()), call)]
+        first, last = pattern[0], pattern[-1]
+        if len(pattern) > 1 and isinstance(first, ast.Name) and isinstance(last, ast.Name):
+            # Between items the last text and the first are one piece.
+            joint = _located(ast.Constant(texts[last.id] + texts[first.id]), last)
+            args.append(_name(self.hoist(joint), last))
+        fused = ast.Call(_name("_ptl_loop_output", loop), args, [])
+        fused.lineno, fused.col_offset = loop.lineno, loop.col_offset
+        fused.end_lineno, fused.end_col_offset = call.end_lineno, call.end_col_offset
+        statement = ast.Expr(fused)
+        ast.copy_location(statement, fused)
+        return statement
 
     @staticmethod
     def joined(kind: str, ref: ast.AST) -> ast.Call:
@@ -1928,6 +2009,21 @@ def _parse_lines(
         literals = [a for a in transformer.literals.values() if _target_name(a) in used]
         _add_prologue(tree, literals, _escaper_imports(transformer, used))
     return tree, depth, deepest
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _name_uses(node: ast.AST) -> Counter[str]:
+    """How often each name occurs in *node*; a global or nonlocal name counts twice."""
+    uses: Counter[str] = Counter()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            uses[inner.id] += 1
+        elif isinstance(inner, (ast.Global, ast.Nonlocal)):
+            uses.update(inner.names * 2)
+    return uses
 
 
 def _target_name(assign: ast.Assign) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "format_field",
     "field_output",
     "percent_output",
+    "loop_output",
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
@@ -157,6 +158,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         format_field=twin.format_field,
         field_output=twin.field_output,
         percent_output=twin.percent_output,
+        loop_output=twin.loop_output,
         escape_str=twin.escape_str,
     )
     return api
@@ -267,6 +269,7 @@ plain_join = _active.plain_join
 format_field = _active.format_field
 field_output = _active.field_output
 percent_output = _active.percent_output
+loop_output = _active.loop_output
 
 
 def _unpickle(text: str, twin: str | None = None) -> Any:

@@ -29,6 +29,7 @@ __all__ = [
     "format_field",
     "field_output",
     "percent_output",
+    "loop_output",
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
@@ -125,6 +126,13 @@ _V = TypeVar("_V")
 
 def field_output(value: _V, /) -> _V | htmltext: ...
 def percent_output(value: _V, fmt: str | None, /) -> _V | htmltext: ...
+def loop_output(
+    out: list[object],
+    iterable: Iterable[object],
+    pattern: tuple[object, ...],
+    joint: object = None,
+    /,
+) -> None: ...
 
 # What getvalue() returns: htmltext for TemplateIO(html=True), else str.
 _Out = TypeVar("_Out", str, htmltext, default=str)
