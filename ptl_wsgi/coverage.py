@@ -68,10 +68,16 @@ class _PtlParser(PythonParser):
 class PtlFileReporter(PythonFileReporter):
     """Reports a ``.ptl`` file: its statements are those of its Python view."""
 
-    def __init__(self, filename: str, exclude: str | None) -> None:
+    def __init__(self, filename: str, exclude: str | None, partial: str | None = None) -> None:
         super().__init__(filename)
         self._exclude = exclude
+        self._partial = partial
         self._view: str | None = None
+
+    def no_branch_lines(self) -> set[int]:
+        """Lines whose branches are not reported (``partial_branches``), for ``--branch``."""
+        # (coverage's own reads its Coverage object, which a plugin's reporter has not.)
+        return self.parser.lines_matching(self._partial) if self._partial else set()
 
     @property
     def parser(self) -> PythonParser:
@@ -103,6 +109,7 @@ class PtlPlugin(coverage.CoveragePlugin):
     """Claims ``.ptl`` files for tracing and reporting."""
 
     _exclude: str | None = None
+    _partial: str | None = None
 
     def file_tracer(self, filename: str) -> PtlFileTracer | None:
         """A tracer for *filename* if it is a ``.ptl`` file."""
@@ -112,12 +119,17 @@ class PtlPlugin(coverage.CoveragePlugin):
 
     def file_reporter(self, filename: str) -> PtlFileReporter:
         """The reporter for a ``.ptl`` file this plugin traced (or found unexecuted)."""
-        return PtlFileReporter(filename, self._exclude)
+        return PtlFileReporter(filename, self._exclude, self._partial)
 
     def configure(self, config: Any) -> None:
-        """Read (not change) the exclusion patterns, for the reporter's parser."""
+        """Read (not change) the exclusion and partial-branch patterns, for the reporter."""
         patterns = config.get_option("report:exclude_lines")
         self._exclude = join_regex(patterns) if patterns else None
+        partial = [
+            *config.get_option("report:partial_branches"),
+            *config.get_option("report:partial_branches_always"),
+        ]
+        self._partial = join_regex(partial) if partial else None
 
     def find_executable_files(self, src_dir: str) -> list[str]:
         """Every ``.ptl`` file under *src_dir*, so never-imported templates show as missed."""

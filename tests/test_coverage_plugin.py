@@ -97,3 +97,49 @@ def test_html_shows_the_ptl_source(project: Path) -> None:
     text = pages[0].read_text(encoding="utf-8")
     marker = '<span class="op">[</span><span class="nam">html</span><span class="op">]</span>'
     assert text.count(marker) == 2 and "67%" in text
+
+
+BRANCHES = {
+    ".coveragerc": """\
+        [run]
+        branch = True
+        plugins = ptl_wsgi.coverage
+        source = .
+
+        [report]
+        partial_branches =
+            no branch
+        """,
+    "rows.ptl": """\
+        def row [html] (cells):
+            "<tr>"
+            for cell in cells:
+                "<td>"
+                cell
+                "</td>"
+            "</tr>"
+            if cells:  # no branch
+                "<!-- cells -->"
+
+        def maybe [html] (flag):
+            if flag:
+                "yes"
+        """,
+    "main.py": """\
+        import ptl_wsgi
+        ptl_wsgi.install()
+        import rows
+        print(rows.row([1, 2]), rows.maybe(True))
+        """,
+}
+
+
+def test_branch_coverage_of_templates(tmp_path: Path) -> None:
+    # The loop in row() is fused (one C call); its arcs are still those of a loop that ran.
+    write_files(tmp_path, BRANCHES)
+    coverage(tmp_path, "run", "main.py")
+    report = coverage(tmp_path, "report", "-m").stdout
+    rows = {line.split()[0]: line.split()[1:] for line in report.splitlines() if ".ptl" in line}
+    # Statements, missed, branches, partial: maybe()'s "if" never skipped its body; the
+    # "if cells" line is excluded from branch reporting by partial_branches.
+    assert rows["rows.ptl"] == ["12", "0", "6", "1", "94%", "12->exit"]
