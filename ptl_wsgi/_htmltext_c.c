@@ -485,10 +485,14 @@ plain_text(PyObject *value)
 
 /* An owned piece of output: a str, or (for pieces_concat() only) an exact
    int written as its digits, or a 1-byte exact str escaped while it is
-   copied, which then grows by `extra` characters. */
+   copied, which then grows by `extra` characters.  pieces_concat() keeps
+   an int's value where a str's `extra` would be, read once. */
 typedef struct {
     PyObject *obj;
-    Py_ssize_t extra;
+    union {
+        Py_ssize_t extra;
+        long long value;
+    };
 } Piece;
 
 /* Pieces gathered before one join. */
@@ -592,20 +596,43 @@ pieces_push_markup(State *st, Pieces *p, PyObject *value)
     return pieces_push(p, markup_text(st, value));
 }
 
-/* The decimal digits of v, written backwards ending just before `end`;
-   returns where they start. */
-static char *
-format_digits(long long v, char *end)
+/* How many characters str(v) has. */
+static inline Py_ssize_t
+decimal_len(long long v)
 {
     unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--end = (char)('0' + (int)(m % 10));
-        m /= 10;
-    } while (m);
+    Py_ssize_t n = 1 + (v < 0);
+    /* |v| <= 2**63 < 10**19: the power stops at 10**19 without overflowing. */
+    for (unsigned long long power = 10; m >= power; power *= 10) {
+        n++;
+    }
+    return n;
+}
+
+/* Writes str(v) backwards, ending just before `end`, two digits at a time. */
+static inline void
+write_decimal(long long v, char *end)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
+    unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    for (; m >= 100; m /= 100) {
+        const char *pair = pairs + 2 * (m % 100);
+        *--end = pair[1];
+        *--end = pair[0];
+    }
+    if (m >= 10) {
+        *--end = pairs[2 * m + 1];
+        *--end = pairs[2 * m];
+    }
+    else {
+        *--end = (char)('0' + m);
+    }
     if (v < 0) {
         *--end = '-';
     }
-    return end;
 }
 
 /* "".join(pieces) written straight into one new str (no tuple, no second
@@ -631,7 +658,8 @@ pieces_concat(Pieces *p)
                 if (v == -1 && PyErr_Occurred()) {
                     goto done;
                 }
-                total += buf_end - format_digits(v, buf_end);
+                p->items[i].value = v;
+                total += decimal_len(v);
                 continue;
             }
             PyObject *text = PyObject_Str(item);
@@ -673,11 +701,18 @@ pieces_concat(Pieces *p)
         PyObject *item = p->items[i].obj;
         Py_ssize_t extra = p->items[i].extra;
         if (!PyUnicode_Check(item)) {
-            const char *d = format_digits(PyLong_AsLongLong(item), buf_end);
-            for (; d < buf_end; d++) {
-                PyUnicode_WRITE(kind, data, pos, (Py_UCS4)(unsigned char)*d);
-                pos++;
+            long long v = p->items[i].value;
+            Py_ssize_t n = decimal_len(v);
+            if (kind == PyUnicode_1BYTE_KIND) {
+                write_decimal(v, (char *)data + pos + n);
             }
+            else {
+                write_decimal(v, buf_end);
+                for (Py_ssize_t k = 0; k < n; k++) {
+                    PyUnicode_WRITE(kind, data, pos + k, (Py_UCS4)(unsigned char)buf_end[k - n]);
+                }
+            }
+            pos += n;
             continue;
         }
         Py_ssize_t len = PyUnicode_GET_LENGTH(item);

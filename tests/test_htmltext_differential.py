@@ -98,6 +98,13 @@ class LyingDict(dict):
         return ["never"]
 
 
+# Where the C join's digit writer changes width or leaves long long.
+INT_EDGES = (
+    9, 10, 99, 100, -9, -10, -99, -100, 10**18, 10**19 - 1, 10**19, -(10**19),
+    2**63 - 1, -(2**63), 2**63, -(2**63) - 1,
+)  # fmt: skip
+
+
 def leaf_values(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[tuple]:
     return st.one_of(
         text_strategy.map(lambda s: ("str", s)),
@@ -108,6 +115,8 @@ def leaf_values(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[tupl
         text_strategy.map(lambda s: ("strsub", s)),
         st.integers(-300, 0x110005).map(lambda n: ("int", n)),
         st.sampled_from([0, 1, 38, 39, 60, 62, 0x1F600]).map(lambda n: ("int", n)),
+        st.sampled_from(INT_EDGES).map(lambda n: ("int", n)),
+        st.integers().map(lambda n: ("int", n)),
         st.floats(allow_nan=True, allow_infinity=True).map(lambda f: ("float", f)),
         st.just(("none",)),
         st.booleans().map(lambda b: ("bool", b)),
