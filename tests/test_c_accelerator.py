@@ -250,6 +250,14 @@ WORKLOAD = textwrap.dedent(
         io._parts = __import__("collections").deque()  # not a list: its append is called
         io += s
         str(io)
+        out = []
+        c.loop_output(out, [s, i, Markup()], (ht("<td>"), None, (c.field_output,), ht("</td>")))
+        c.loop_output(out, iter([s, (s,)]), (ht("<a>"), (c.percent_output, ht("%s")), ht("</a>")),
+                      ht("</a><a>"))
+        api.html_join(out + [2**70, -(2**63), 10**18 + i])
+        expect(RuntimeError, c.loop_output, out, [s, Broken()], (None, (c.field_output,)))
+        expect(KeyError, c.loop_output, out, failing_parts(), (ht("<a>"), None), ht("x"))
+        expect(TypeError, c.loop_output, out, 5, (None,))
     """
 )
 
