@@ -187,6 +187,7 @@ def test_the_loops_are_fused() -> None:
         "for item in items:\n        item\n        break",
         "for item, other in items:\n        item",
         "for item in items:\n        items",
+        "for item in items:\n        (item, 'x')",  # one value, a tuple: not two pieces
         # An attribute's escaper outputs an int as it is without a call (a loop is faster).
         "for item in items:\n        '<a href=\"/'\n        item\n        '\">x</a>'",
         # Where a handler could see the output list mid-loop.
