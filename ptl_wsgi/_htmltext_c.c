@@ -14,7 +14,6 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stddef.h>
 #include <string.h>
 #if defined(__SSE2__) || defined(_M_X64)
 #  include <emmintrin.h>
@@ -22,8 +21,6 @@
 #endif
 
 #if PY_VERSION_HEX < 0x030C0000
-#  include "structmember.h"
-#  define Py_T_OBJECT_EX T_OBJECT_EX
 #  define IS_READY(s) PyUnicode_IS_READY(s)
 #else
 #  define IS_READY(s) 1
@@ -39,7 +36,6 @@
 
 typedef struct {
     PyTypeObject *base_type;        /* HtmlTextBase */
-    PyTypeObject *templateio_type;  /* TemplateIO */
     PyTypeObject *text_type;        /* what results are made of: str until register() */
     PyObject *str_new;              /* str.__new__ */
     newfunc str_tp_new;             /* str's tp_new slot */
@@ -47,7 +43,6 @@ typedef struct {
     PyObject *empty;                /* "" */
     PyObject *s_html;               /* "__html__" */
     PyObject *s_html_format;        /* "__html_format__" */
-    PyObject *s_append;             /* "append" */
     PyObject *twin;                 /* ptl_wsgi._htmltext_py, imported on first use */
 #ifdef HAVE_TEMPLATES
     PyObject *template_type;        /* string.templatelib.Template */
@@ -1441,247 +1436,6 @@ static PyType_Spec text_spec = {
     .slots = text_slots,
 };
 
-/* -- TemplateIO -------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *html;   /* any object, like the Python twin's slot */
-    PyObject *parts;  /* _parts: a list of str, or NULL until __init__ */
-} TemplateIO;
-
-/* A slot that __init__ has not set: Python's own AttributeError for it. */
-static int
-unset_slot(PyObject *self, const char *name)
-{
-    PyObject *value = PyObject_GetAttrString(self, name);
-    if (value != NULL) {  /* set meanwhile, by __getattribute__ or a subclass */
-        Py_DECREF(value);
-        PyErr_Format(PyExc_AttributeError, "%s", name);
-    }
-    return -1;
-}
-
-/* bool(self.html) */
-static int
-templateio_is_html(TemplateIO *self)
-{
-    PyObject *html = self->html;
-    if (html == Py_True || html == Py_False) {
-        return html == Py_True;
-    }
-    if (html == NULL) {
-        return unset_slot((PyObject *)self, "html");
-    }
-    Py_INCREF(html);  /* __bool__ may reassign self.html */
-    int truth = PyObject_IsTrue(html);
-    Py_DECREF(html);
-    return truth;
-}
-
-static int
-templateio_add(TemplateIO *self, PyObject *value)
-{
-    if (value == Py_None) {
-        return 0;
-    }
-    if (self->parts == NULL) {
-        return unset_slot((PyObject *)self, "_parts");
-    }
-    State *st = type_state(Py_TYPE(self));
-    if (st == NULL) {
-        return -1;
-    }
-    /* self._parts.append is fetched before the value is converted, as in
-       Python; _parts is public state in both twins, so it may be replaced
-       by anything with an append method. */
-    PyObject *parts = Py_NewRef(self->parts);
-    PyObject *append = NULL;
-    if (!PyList_CheckExact(parts) && (append = PyObject_GetAttr(parts, st->s_append)) == NULL) {
-        Py_DECREF(parts);
-        return -1;
-    }
-    int html = templateio_is_html(self);
-    /* What markup_of() and stringify() give, not markup_text()'s shortcut:
-       _parts shows the very objects. */
-    PyObject *text = html < 0 ? NULL : html ? markup_of_exact(st, value) : plain_text(value);
-    int status = -1;
-    if (text != NULL && append == NULL) {
-        status = PyList_Append(parts, text);
-    }
-    else if (text != NULL) {
-        PyObject *result = PyObject_CallOneArg(append, text);
-        status = result == NULL ? -1 : 0;
-        Py_XDECREF(result);
-    }
-    Py_XDECREF(text);
-    Py_XDECREF(append);
-    Py_DECREF(parts);
-    return status;
-}
-
-static int
-templateio_init(TemplateIO *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"html", NULL};
-    PyObject *html = Py_False;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:TemplateIO", kwlist, &html)) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(html);
-    if (truth < 0) {
-        return -1;
-    }
-    Py_XSETREF(self->html, Py_NewRef(truth ? Py_True : Py_False));
-    PyObject *parts = PyList_New(0);
-    if (parts == NULL) {
-        return -1;
-    }
-    Py_XSETREF(self->parts, parts);
-    return 0;
-}
-
-static int
-templateio_traverse(TemplateIO *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->html);
-    Py_VISIT(self->parts);
-    return 0;
-}
-
-static int
-templateio_clear(TemplateIO *self)
-{
-    Py_CLEAR(self->html);
-    Py_CLEAR(self->parts);
-    return 0;
-}
-
-static void
-templateio_dealloc(TemplateIO *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    templateio_clear(self);
-    type->tp_free((PyObject *)self);
-    Py_DECREF(type);
-}
-
-static PyObject *
-templateio_iadd(PyObject *self, PyObject *value)
-{
-    if (templateio_add((TemplateIO *)self, value) < 0) {
-        return NULL;
-    }
-    return Py_NewRef(self);
-}
-
-static PyObject *
-templateio_call(TemplateIO *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"value", NULL};
-    PyObject *value;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:__call__", kwlist, &value) ||
-        templateio_add(self, value) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* "".join(self._parts) */
-static PyObject *
-templateio_text(TemplateIO *self)
-{
-    if (self->parts == NULL) {
-        unset_slot((PyObject *)self, "_parts");
-        return NULL;
-    }
-    PyObject *empty = PyUnicode_New(0, 0);
-    PyObject *text = empty == NULL ? NULL : PyUnicode_Join(empty, self->parts);
-    Py_XDECREF(empty);
-    return text;
-}
-
-static PyObject *
-templateio_getvalue(TemplateIO *self, PyObject *Py_UNUSED(ignored))
-{
-    State *st = type_state(Py_TYPE(self));
-    PyObject *text = st == NULL ? NULL : templateio_text(self);
-    if (text == NULL) {
-        return NULL;
-    }
-    int html = templateio_is_html(self);
-    if (html <= 0) {
-        if (html < 0) {
-            Py_CLEAR(text);
-        }
-        return text;
-    }
-    return new_text_steal(st, st->text_type, text);
-}
-
-static PyObject *
-templateio_repr(TemplateIO *self)
-{
-    if (self->html == NULL) {
-        unset_slot((PyObject *)self, "html");
-        return NULL;
-    }
-    PyObject *empty = PyUnicode_New(0, 0);
-    PyObject *html = empty == NULL ? NULL : PyObject_Format(self->html, empty);  /* f"{html}" */
-    PyObject *text = html == NULL ? NULL : templateio_text(self);
-    PyObject *result = text == NULL ? NULL
-                                    : PyUnicode_FromFormat("<TemplateIO html=%U %R>", html, text);
-    Py_XDECREF(text);
-    Py_XDECREF(html);
-    Py_XDECREF(empty);
-    return result;
-}
-
-static PyMethodDef templateio_methods[] = {
-    {"getvalue", (PyCFunction)templateio_getvalue, METH_NOARGS,
-     PyDoc_STR("The text so far: htmltext when html is true, else str.")},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMemberDef templateio_members[] = {
-    {"html", Py_T_OBJECT_EX, offsetof(TemplateIO, html), 0,
-     PyDoc_STR("Whether added values are escaped.")},
-    {"_parts", Py_T_OBJECT_EX, offsetof(TemplateIO, parts), 0,
-     PyDoc_STR("The text added so far, a list of str.")},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyType_Slot templateio_slots[] = {
-    {Py_tp_dealloc, templateio_dealloc},
-    {Py_tp_repr, templateio_repr},
-    {Py_nb_inplace_add, templateio_iadd},
-    {Py_tp_call, templateio_call},
-    {Py_tp_str, templateio_text},
-    {Py_tp_doc, (void *)PyDoc_STR(
-         "TemplateIO(html=False)\n\n"
-         "Accumulates output; with html=True it escapes what it is given.\n"
-         "io += value and io(value) add a value (None is skipped);\n"
-         "io.getvalue() returns the text so far (htmltext when html is true).")},
-    {Py_tp_traverse, templateio_traverse},
-    {Py_tp_clear, templateio_clear},
-    {Py_tp_methods, templateio_methods},
-    {Py_tp_members, templateio_members},
-    {Py_tp_init, templateio_init},
-    {Py_tp_new, PyType_GenericNew},
-    {0, NULL},
-};
-
-static PyType_Spec templateio_spec = {
-    .name = "ptl_wsgi._htmltext_c.TemplateIO",
-    .basicsize = sizeof(TemplateIO),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
-             Py_TPFLAGS_IMMUTABLETYPE,
-    .slots = templateio_slots,
-};
-
 /* -- module functions ------------------------------------------------------ */
 
 static PyObject *
@@ -1981,7 +1735,6 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     State *st = module_state(module);
     Py_VISIT(st->base_type);
-    Py_VISIT(st->templateio_type);
     Py_VISIT(st->text_type);
     Py_VISIT(st->str_new);
     Py_VISIT(st->twin);
@@ -1996,14 +1749,12 @@ module_clear(PyObject *module)
 {
     State *st = module_state(module);
     Py_CLEAR(st->base_type);
-    Py_CLEAR(st->templateio_type);
     Py_CLEAR(st->text_type);
     Py_CLEAR(st->str_new);
     Py_CLEAR(st->new_args);
     Py_CLEAR(st->empty);
     Py_CLEAR(st->s_html);
     Py_CLEAR(st->s_html_format);
-    Py_CLEAR(st->s_append);
     Py_CLEAR(st->twin);
 #ifdef HAVE_TEMPLATES
     Py_CLEAR(st->template_type);
@@ -2059,8 +1810,7 @@ module_exec(PyObject *module)
     PyObject_GC_UnTrack(st->new_args);
     if ((st->str_new = PyObject_GetAttrString(str_type, "__new__")) == NULL ||
         (st->empty = PyUnicode_New(0, 0)) == NULL || intern(&st->s_html, "__html__") < 0 ||
-        intern(&st->s_html_format, "__html_format__") < 0 ||
-        intern(&st->s_append, "append") < 0) {
+        intern(&st->s_html_format, "__html_format__") < 0) {
         return -1;
     }
     void *tp_new = python_class_new();
@@ -2075,11 +1825,7 @@ module_exec(PyObject *module)
     PyType_Spec spec = text_spec;
     spec.slots = slots;
     st->base_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, str_type);
-    st->templateio_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &templateio_spec, NULL);
-    if (st->base_type == NULL || st->templateio_type == NULL ||
-        PyModule_AddType(module, st->base_type) < 0 ||
-        PyModule_AddType(module, st->templateio_type) < 0) {
+    if (st->base_type == NULL || PyModule_AddType(module, st->base_type) < 0) {
         return -1;
     }
 #ifdef HAVE_TEMPLATES

@@ -9,8 +9,8 @@ Rules shared by every operation here:
 
 * a value with ``__html__`` is trusted: its ``__html__()`` text is used as is;
 * anything else is ``str()``-ed and escaped like ``html.escape(s, quote=True)``;
-* ``None`` is skipped by the accumulators (``TemplateIO``, ``html_join``,
-  ``plain_join``) and nowhere else.
+* ``None`` is skipped by the accumulators (``html_join``, ``plain_join``, and
+  ``ptl_wsgi.html``'s ``TemplateIO``) and nowhere else.
 """
 
 from __future__ import annotations
@@ -706,39 +706,3 @@ class HtmlTextBase(str):
     def format_map(self, mapping: Any, /) -> Any:
         fmt = _rewrite_format(str.__str__(self))
         return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
-
-
-# -- TemplateIO -----------------------------------------------------------------
-
-
-class TemplateIO:
-    """Accumulates output; with ``html=True`` it escapes what it is given.
-
-    ``io += value`` and ``io(value)`` add a value (None is skipped);
-    ``io.getvalue()`` returns the text so far (htmltext when html is true).
-    """
-
-    __slots__ = ("html", "_parts")
-
-    def __init__(self, html: bool = False) -> None:
-        self.html = bool(html)
-        self._parts: list[str] = []
-
-    def __iadd__(self, value: Any, /) -> TemplateIO:
-        if value is not None:
-            self._parts.append(markup_of(value) if self.html else stringify(value))
-        return self
-
-    def __call__(self, value: Any) -> None:
-        if value is not None:
-            self._parts.append(markup_of(value) if self.html else stringify(value))
-
-    def getvalue(self) -> Any:
-        text = "".join(self._parts)
-        return _new_str(_htmltext, text) if self.html else text
-
-    def __str__(self) -> str:
-        return "".join(self._parts)
-
-    def __repr__(self) -> str:
-        return f"<TemplateIO html={self.html} {''.join(self._parts)!r}>"

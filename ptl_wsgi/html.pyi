@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Generic, Literal, Protocol, SupportsIndex, overload, type_check_only
 
-from typing_extensions import Never, Self, TypeVar, disjoint_base
+from typing_extensions import Never, Self, TypeVar
 
 from ptl_wsgi._helpers import ValuelessAttr as ValuelessAttr
 from ptl_wsgi._helpers import pluralize as pluralize
@@ -137,12 +137,10 @@ def loop_output(
 # What getvalue() returns: htmltext for TemplateIO(html=True), else str.
 _Out = TypeVar("_Out", str, htmltext, default=str)
 
-# A fixed layout: a C struct (the C twin), __slots__ (the Python twin); stubtest wants
-# the first spelled @disjoint_base, the second __slots__ (tests/stubtest-python.allow).
-@disjoint_base
 class TemplateIO(Generic[_Out]):
     """Accumulates output; with ``html=True`` it escapes what it is given."""
 
+    __slots__ = ("html", "_parts")
     html: bool
     @overload
     def __init__(self: TemplateIO[htmltext], html: Literal[True]) -> None: ...
