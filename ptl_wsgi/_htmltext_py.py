@@ -241,6 +241,11 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
     return htmlescape(value)
 
 
+def first_of(first: Any, /, *evaluated: Any) -> Any:
+    """Return *first*: ``"%s %s" % (a, b)`` in a template evaluates ``b`` in this call."""
+    return first
+
+
 def loop_output(
     out: list[Any], iterable: Any, pattern: tuple[Any, ...], joint: Any = None, /
 ) -> None:

@@ -81,6 +81,7 @@ _RUNTIME_NAMES = (
     ("field_output", "_ptl_field_output"),
     ("percent_output", "_ptl_percent_output"),
     ("loop_output", "_ptl_loop_output"),
+    ("first_of", "_ptl_first_of"),
 )
 _MARKERS = (
     ("mark_html_template", "_ptl_mark_html"),
@@ -132,8 +133,11 @@ _SPLIT_OUTPUT = True
 _FUSE_LOOPS = True
 # Calls that output a fused loop's item (besides the escapers).
 _ITEM_OUTPUTS = frozenset({"_ptl_field_output", "_ptl_percent_output"})
-# Names that can read a template's local variables, which fused loops do not bind.
-_FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir"})
+# Names (of builtins or attributes) that can read a template's local variables, which
+# fused loops do not bind: a module that mentions one anywhere gets no fused loop.
+_FRAME_READERS = frozenset(
+    {"locals", "vars", "eval", "exec", "dir", "_getframe", "f_locals", "currentframe"}
+)
 
 # How an output value is formatted (see _Transformer.pieces).
 _RAW, _FIELD, _PERCENT = 0, 1, 2
@@ -493,6 +497,7 @@ class _Transformer(_ScopeWalker):
         self.temporaries = 0
         self.binds_extend = False  # the template being wrapped calls _EXTEND
         self.fusing = False  # the template being wrapped may have fused loops
+        self.reads_frames = True  # the module may read a frame's locals (no loop is fused)
         self.name_uses: Counter[str] = Counter()  # in the template being wrapped
         # Inside a try or with block of the template: a handler (or a context manager
         # that swallows the error) could see the output list between two statements.
@@ -589,10 +594,9 @@ class _Transformer(_ScopeWalker):
         # The final join reports errors (a value whose __str__ fails) at the header.
         header = self.header(node)
         self.binds_extend = False
-        self.fusing = kind == "html" and _SPLIT_OUTPUT and _FUSE_LOOPS
+        self.fusing = kind == "html" and _SPLIT_OUTPUT and _FUSE_LOOPS and not self.reads_frames
         if self.fusing:
             self.name_uses = _name_uses(node)
-            self.fusing = not self.name_uses.keys() & _FRAME_READERS
         body = self.join_outputs(node.body)
         if self.binds_extend and self.fusing:  # fused loops may have taken every call
             self.binds_extend = any(
@@ -1120,11 +1124,26 @@ class _Transformer(_ScopeWalker):
         """The values for fields that use *expressions* in *order*, all evaluated first.
 
         As ``%`` and ``str.format`` do, every argument is evaluated before any
-        is formatted: the first field evaluates them all into a tuple (``(t :=
-        (a, b))[i]``) and the others index it.  One argument used once needs none.
+        is formatted.  Arguments used once each, in order: the first field is
+        ``first_of(a, (t2 := b), ...)``, the others read the temporaries (no
+        tuple to make and free).  Otherwise the first field evaluates them all
+        into a tuple (``(t := (a, b))[i]``) and the others index it.
         """
         if len(expressions) == 1 and order == [0]:
             return [_Value(self.visit(expressions[0]), expressions[0], rule)]
+        if order == list(range(len(expressions))):
+            head, *rest = expressions
+            head_code = self.visit(head)
+            temps = [self.temporary() for _ in rest]
+            kept = [
+                _located(ast.NamedExpr(_name(t, e, ast.Store()), self.visit(e)), e)
+                for t, e in zip(temps, rest, strict=True)
+            ]
+            call = _call(_name("_ptl_first_of", head), [head_code, *kept], head)
+            return [
+                _Value(call, head, rule),
+                *(_Value(_name(t, e), e, rule) for t, e in zip(temps, rest, strict=True)),
+            ]
         temp = self.temporary()
         first = expressions[order[0]]
         everything = _located(
@@ -2012,6 +2031,7 @@ def _parse_lines(
         transformer = _Transformer(
             templates, filename, original, contextual=not _opts_out(tree.body), report=report
         )
+        transformer.reads_frames = _reads_frames(tree)
         tree = transformer.visit(tree)
         # Literals of statements joined with their neighbours may be unused now.
         used = {
@@ -2033,6 +2053,18 @@ def _output_items(call: ast.Call) -> list[ast.expr]:
     tuple_ = call.args[0]
     assert isinstance(tuple_, ast.Tuple)  # (output() gives extend a tuple display)
     return list(tuple_.elts)
+
+
+def _reads_frames(tree: ast.AST) -> bool:
+    """Whether *tree* names anything in _FRAME_READERS (as a name, an attribute or a string)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _FRAME_READERS:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _FRAME_READERS:
+            return True
+        if isinstance(node, ast.Constant) and node.value in _FRAME_READERS:
+            return True  # getattr(builtins, "locals")
+    return False
 
 
 def _is_none(node: ast.expr) -> bool:

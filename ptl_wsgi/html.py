@@ -35,6 +35,7 @@ __all__ = [
     "field_output",
     "percent_output",
     "loop_output",
+    "first_of",
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
@@ -58,7 +59,7 @@ def _escape_kwargs(markup_of: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return dict(zip(kwargs, _escape_args(markup_of, kwargs.values()), strict=True))
 
 
-def _template_io(markup_of: Any, stringify: Any, cls: type) -> type:
+def _template_io(markup_of: Any, stringify: Any, cls: type, twin_name: str) -> type:
     """TemplateIO over one twin's functions (no benchmark reaches it: no C of its own)."""
 
     class TemplateIO:
@@ -92,6 +93,10 @@ def _template_io(markup_of: Any, stringify: Any, cls: type) -> type:
 
         def __repr__(self) -> str:
             return f"<TemplateIO html={self.html} {''.join(self._parts)!r}>"
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            # Like htmltext's pickles: by a function, so either twin's loads anywhere.
+            return (_unpickle_template_io, (self.html, list(self._parts), twin_name))
 
     TemplateIO.__module__ = __name__
     TemplateIO.__qualname__ = "TemplateIO"
@@ -192,13 +197,14 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         htmlescape=twin.htmlescape,
         htmlformat=twin.htmlformat,
         stringify=twin.stringify,
-        TemplateIO=_template_io(twin.markup_of, twin.stringify, cls),
+        TemplateIO=_template_io(twin.markup_of, twin.stringify, cls, twin_name),
         html_join=twin.html_join,
         plain_join=twin.plain_join,
         format_field=twin.format_field,
         field_output=twin.field_output,
         percent_output=twin.percent_output,
         loop_output=twin.loop_output,
+        first_of=twin.first_of,
         escape_str=twin.escape_str,
     )
     return api
@@ -310,6 +316,7 @@ format_field = _active.format_field
 field_output = _active.field_output
 percent_output = _active.percent_output
 loop_output = _active.loop_output
+first_of = _active.first_of
 
 
 def _unpickle(text: str, twin: str | None = None) -> Any:
@@ -320,6 +327,19 @@ def _unpickle(text: str, twin: str | None = None) -> Any:
         except ImportError:
             pass
     return htmltext(text)
+
+
+def _unpickle_template_io(html: bool, parts: list[str], twin: str | None = None) -> Any:
+    api = _active
+    if twin is not None and twin != IMPLEMENTATION:
+        try:
+            api = implementation(twin)
+        except ImportError:
+            pass
+    assert api is not None  # (set at import, before anything can be unpickled)
+    out = api.TemplateIO(html)
+    out._parts = parts
+    return out
 
 
 # Quixote's helpers and the text filters, bound to the active twin.  Loaded on

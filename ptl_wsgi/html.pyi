@@ -30,6 +30,7 @@ __all__ = [
     "field_output",
     "percent_output",
     "loop_output",
+    "first_of",
     "IMPLEMENTATION",
     "ACCELERATOR_STATUS",
     "implementation",
@@ -133,6 +134,7 @@ def loop_output(
     joint: object = None,
     /,
 ) -> None: ...
+def first_of(first: _V, /, *evaluated: object) -> _V: ...
 
 # What getvalue() returns: htmltext for TemplateIO(html=True), else str.
 _Out = TypeVar("_Out", str, htmltext, default=str)

@@ -258,6 +258,8 @@ WORKLOAD = textwrap.dedent(
         expect(RuntimeError, c.loop_output, out, [s, Broken()], (None, (c.field_output,)))
         expect(KeyError, c.loop_output, out, failing_parts(), (ht("<a>"), None), ht("x"))
         expect(TypeError, c.loop_output, out, 5, (None,))
+        c.first_of(s, i, out)
+        expect(TypeError, c.first_of)
     """
 )
 

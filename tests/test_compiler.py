@@ -380,7 +380,7 @@ def test_generated_code_shape() -> None:
         "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field, "
         "field_output as _ptl_field_output, percent_output as _ptl_percent_output, "
-        "loop_output as _ptl_loop_output"
+        "loop_output as _ptl_loop_output, first_of as _ptl_first_of"
     )
     assert ast.unparse(body[3]) == (
         "from ptl_wsgi._runtime import mark_html_template as _ptl_mark_html, "

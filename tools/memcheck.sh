@@ -70,7 +70,8 @@ env PYTHONPATH="$WORK/site" PYTHONMALLOC=malloc PTL_WSGI_REQUIRE_C=1 PTL_WSGI_PU
     ASAN_OPTIONS="detect_leaks=1:log_path=$WORK/asan:fast_unwind_on_malloc=0:malloc_context_size=8" \
     "$PYTHON" "$WORK/run.py" "$WORK" "$WORK/status" -p no:cacheprovider -q -m "not slow" \
     tests/test_htmltext.py tests/test_htmltext_differential.py tests/test_c_accelerator.py \
-    tests/test_htmlformat.py tests/test_output_fast_path.py tests/test_loop_fusion.py "$@"
+    tests/test_htmlformat.py tests/test_output_fast_path.py tests/test_loop_fusion.py \
+    tests/test_loop_fusion_review.py "$@"
 set -e
 
 failed=0
