@@ -186,7 +186,7 @@ def write(lines: list[str], missed: list[str], command: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (15)")
+    parser.add_argument("--rounds", type=int, default=41, help="interleaved rounds (41)")
     parser.add_argument("--quick", action="store_true", help="short rounds, for a smoke test")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     parser.add_argument(
