@@ -6,9 +6,11 @@ import importlib
 import os
 import sys
 import textwrap
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 CASES_DIR = Path(__file__).parent / "ptl_cases"
 REPO = Path(__file__).parent.parent
@@ -48,3 +50,64 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update(extra)
     return env
+
+
+def compiled(source: str, name: str, **switches: bool) -> types.ModuleType:
+    """*source* compiled and run as module *name*, with the compiler's test switches
+    (``_SPLIT_OUTPUT``, ``_FUSE_LOOPS``) set as given for the compile only."""
+    from ptl_wsgi import compiler
+
+    before = {switch: getattr(compiler, switch) for switch in switches}
+    try:
+        for switch, value in switches.items():
+            setattr(compiler, switch, value)
+        code = compiler.compile_ptl(source, f"<{name}>")
+    finally:
+        for switch, value in before.items():
+            setattr(compiler, switch, value)
+    module = types.ModuleType(name)
+    exec(code, module.__dict__)
+    return module
+
+
+#: What Recorder values were asked for, in order (outcome() clears it).
+LOG: list[str] = []
+
+
+class Recorder:
+    """A value that logs every method of its own that output calls, failing one if asked."""
+
+    def __init__(self, text: str, fails: str = "") -> None:
+        self.text, self.fails = text, fails
+
+    def _call(self, what: str) -> str:
+        LOG.append(f"{what}:{self.text}")
+        if what == self.fails:
+            raise ValueError(f"{what} of {self.text!r} failed")
+        return self.text
+
+    def __str__(self) -> str:
+        return self._call("str")
+
+    def __repr__(self) -> str:
+        return self._call("repr")
+
+    def __format__(self, spec: str) -> str:
+        return self._call(f"format{spec}")
+
+
+class RecordedMarkup(Recorder):
+    """A Recorder with ``__html__``."""
+
+    def __html__(self) -> str:
+        return self._call("html")
+
+
+def outcome(function: Any, *args: Any) -> tuple[Any, ...]:
+    """What calling *function* gives: its result or error, and the Recorder calls made."""
+    LOG.clear()
+    try:
+        result = function(*args)
+    except Exception as exc:  # the same error is part of the contract
+        return ("raised", type(exc), str(exc), list(LOG))
+    return ("returned", type(result), str(result), list(LOG))

@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ptl_helpers import RecordedMarkup, Recorder, compiled, outcome
 
 from ptl_wsgi import compiler
 from ptl_wsgi.html import htmltext
 
-SOURCE = """
+# The first template's lines are counted in the tracing test below.
+TRACED = """\
 def cells [html] (items):
     "<tr>"
     for item in items:
@@ -30,7 +32,11 @@ def cells [html] (items):
         item
         "</td>"
     "</tr>"
+"""
 
+SOURCE = (
+    TRACED
+    + """
 def one_line [html] (items):
     for item in items:
         f"<li>{item}</li>"
@@ -67,48 +73,16 @@ def nested [html] (rows):
         "</tr>"
     "</table>"
 """
+)
 
 FUSED_NAMES = ["cells", "one_line", "percent", "twice", "script", "bare", "nested"]
 
 
 def _module(source: str, fuse: bool, name: str = "fusion") -> types.ModuleType:
-    before = compiler._FUSE_LOOPS
-    compiler._FUSE_LOOPS = fuse
-    try:
-        code = compiler.compile_ptl(source, f"<{name} {fuse}>")
-    finally:
-        compiler._FUSE_LOOPS = before
-    module = types.ModuleType(name)
-    exec(code, module.__dict__)
-    return module
+    return compiled(source, f"{name}_{fuse}", _FUSE_LOOPS=fuse)
 
 
 FUSED, LOOPS = _module(SOURCE, True), _module(SOURCE, False)
-LOG: list[str] = []
-
-
-class Recorder:
-    """An item that logs every method of its own that output calls."""
-
-    def __init__(self, text: str, fails: str = "") -> None:
-        self.text, self.fails = text, fails
-
-    def _call(self, what: str) -> str:
-        LOG.append(f"{what}:{self.text}")
-        if what == self.fails:
-            raise ValueError(f"{what} of {self.text!r} failed")
-        return self.text
-
-    def __str__(self) -> str:
-        return self._call("str")
-
-    def __format__(self, spec: str) -> str:
-        return self._call(f"format{spec}")
-
-
-class Markup(Recorder):
-    def __html__(self) -> str:
-        return self._call("html")
 
 
 def failing_after(items: list[Any], count: int) -> Iterator[Any]:
@@ -129,17 +103,8 @@ items = st.one_of(
     st.tuples(texts),
     st.tuples(texts, texts),
     st.builds(Recorder, texts, st.sampled_from(["", "str", "format"])),
-    st.builds(Markup, texts, st.sampled_from(["", "html"])),
+    st.builds(RecordedMarkup, texts, st.sampled_from(["", "html"])),
 )
-
-
-def outcome(module: types.ModuleType, name: str, argument: Any) -> tuple[Any, ...]:
-    LOG.clear()
-    try:
-        result = getattr(module, name)(argument)
-    except Exception as exc:  # the same error is part of the contract
-        return ("raised", type(exc), str(exc), list(LOG))
-    return ("returned", type(result), str(result), list(LOG))
 
 
 @pytest.mark.parametrize("name", FUSED_NAMES)
@@ -154,7 +119,7 @@ def test_fused_loops_match_loops(name: str, values: list[Any], stop: int | None)
             return [failing_after(values, stop), values]
         return failing_after(values, stop)
 
-    assert outcome(FUSED, name, arg()) == outcome(LOOPS, name, arg())
+    assert outcome(getattr(FUSED, name), arg()) == outcome(getattr(LOOPS, name), arg())
 
 
 def test_the_loops_are_fused() -> None:
@@ -200,11 +165,7 @@ def test_loops_that_are_not_fused(body: str) -> None:
     fused, loop = _module(source, True, "kept"), _module(source, False, "kept")
     assert "_ptl_loop_output" not in fused.page.__code__.co_names
     argument = [("a", "b"), ("<c>", "d")]
-    try:
-        expected = outcome(loop, "page", argument)
-    except Exception as exc:  # pragma: no cover - the outcome helper catches
-        raise AssertionError(exc) from None
-    assert outcome(fused, "page", argument) == expected
+    assert outcome(fused.page, argument) == outcome(loop.page, argument)
 
 
 def test_plain_templates_keep_their_loops() -> None:
@@ -218,17 +179,6 @@ def test_the_variable_is_not_bound_after_a_fused_loop() -> None:
     # What the docs promise: the loop is fused only where nothing reads the variable.
     assert "item" not in FUSED.cells.__code__.co_varnames
     assert "item" in LOOPS.cells.__code__.co_varnames
-
-
-TRACED = """\
-def cells [html] (items):
-    "<tr>"
-    for item in items:
-        "<td>"
-        item
-        "</td>"
-    "</tr>"
-"""
 
 
 def _traced_lines(module: types.ModuleType, argument: Any) -> list[int]:

@@ -13,28 +13,13 @@ import types
 from typing import Any
 
 import pytest
+from ptl_helpers import compiled, outcome
 
-from ptl_wsgi import compiler, html
+from ptl_wsgi import html
 
 
 def _module(source: str, fuse: bool, name: str) -> types.ModuleType:
-    before = compiler._FUSE_LOOPS
-    compiler._FUSE_LOOPS = fuse
-    try:
-        code = compiler.compile_ptl(source, f"<{name} {fuse}>")
-    finally:
-        compiler._FUSE_LOOPS = before
-    module = types.ModuleType(name)
-    exec(code, module.__dict__)
-    return module
-
-
-def _outcome(function: Any, *args: Any) -> tuple[Any, ...]:
-    try:
-        result = function(*args)
-    except Exception as exc:
-        return ("raised", type(exc), str(exc))
-    return ("returned", type(result), str(result))
+    return compiled(source, f"{name}_{fuse}", _FUSE_LOOPS=fuse)
 
 
 # 1. The name check misses frame readers reached other than by a bare name
@@ -68,8 +53,8 @@ def test_a_frame_reader_not_called_by_name_keeps_the_loop(name: str) -> None:
     fused = _module(FRAME_READERS, True, "readers")
     loop = _module(FRAME_READERS, False, "readers")
     items = ["a", "<last>"]
-    assert _outcome(getattr(loop, name), items)[2].endswith("&lt;last&gt;")
-    assert _outcome(getattr(fused, name), items) == _outcome(getattr(loop, name), items)
+    assert outcome(getattr(loop, name), items)[2].endswith("&lt;last&gt;")
+    assert outcome(getattr(fused, name), items) == outcome(getattr(loop, name), items)
 
 
 # 2. The C loop_output never lets a signal handler run: over a C iterator (no

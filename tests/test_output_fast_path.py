@@ -10,14 +10,13 @@ after the same calls to the values' own methods, in the same order.
 from __future__ import annotations
 
 import decimal
-import types
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ptl_helpers import RecordedMarkup, Recorder, compiled, outcome
 
-from ptl_wsgi import compiler
 from ptl_wsgi.html import htmltext
 
 SOURCE = """
@@ -76,47 +75,8 @@ NAMES = [
 ]  # fmt: skip
 
 
-def _module(split: bool) -> types.ModuleType:
-    before = compiler._SPLIT_OUTPUT
-    compiler._SPLIT_OUTPUT = split
-    try:
-        code = compiler.compile_ptl(SOURCE, f"<fast-path {split}>")
-    finally:
-        compiler._SPLIT_OUTPUT = before
-    module = types.ModuleType(f"fast_path_{split}")
-    exec(code, module.__dict__)
-    return module
-
-
-FAST, GENERAL = _module(True), _module(False)
-LOG: list[str] = []
-
-
-class Recorder:
-    """A value that logs every method of its own that formatting calls."""
-
-    def __init__(self, text: str, fails: str = "") -> None:
-        self.text, self.fails = text, fails
-
-    def _call(self, what: str) -> str:
-        LOG.append(f"{what}:{self.text}")
-        if what == self.fails:
-            raise ValueError(f"{what} of {self.text!r} failed")
-        return self.text
-
-    def __str__(self) -> str:
-        return self._call("str")
-
-    def __repr__(self) -> str:
-        return self._call("repr")
-
-    def __format__(self, spec: str) -> str:
-        return self._call(f"format{spec}")
-
-
-class Markup(Recorder):
-    def __html__(self) -> str:
-        return self._call("html")
+FAST = compiled(SOURCE, "fast_path", _SPLIT_OUTPUT=True)
+GENERAL = compiled(SOURCE, "general_path", _SPLIT_OUTPUT=False)
 
 
 texts = st.text(alphabet="<>&\"'ab%{} ", max_size=6)
@@ -129,7 +89,7 @@ scalars = st.one_of(
     texts.map(htmltext),
     st.decimals(allow_nan=False).map(decimal.Decimal),
     st.builds(Recorder, texts, st.sampled_from(["", "str", "repr", "format", "format>3"])),
-    st.builds(Markup, texts, st.sampled_from(["", "html", "str"])),
+    st.builds(RecordedMarkup, texts, st.sampled_from(["", "html", "str"])),
 )
 values = st.one_of(
     scalars,
@@ -140,19 +100,10 @@ values = st.one_of(
 )
 
 
-def outcome(module: types.ModuleType, name: str, a: Any, b: Any) -> tuple[Any, ...]:
-    LOG.clear()
-    try:
-        result = getattr(module, name)(a, b)
-    except Exception as exc:  # the same error is part of the contract
-        return ("raised", type(exc), str(exc), list(LOG))
-    return ("returned", type(result), str(result), list(LOG))
-
-
 @pytest.mark.parametrize("name", NAMES)
 @given(a=values, b=values)
 def test_fast_path_matches_general_path(name: str, a: Any, b: Any) -> None:
-    assert outcome(FAST, name, a, b) == outcome(GENERAL, name, a, b)
+    assert outcome(getattr(FAST, name), a, b) == outcome(getattr(GENERAL, name), a, b)
 
 
 def test_the_fast_path_is_taken() -> None:
@@ -178,14 +129,7 @@ def test_the_fast_path_is_taken() -> None:
 )
 def test_unusual_fields_compile_and_match_the_general_path(call: str) -> None:
     source = f"def f [html] (a, b):\n    {call}\n"
-    modules = []
-    for split in (True, False):
-        before, compiler._SPLIT_OUTPUT = compiler._SPLIT_OUTPUT, split
-        try:
-            module = types.ModuleType("unusual")
-            exec(compiler.compile_ptl(source, "unusual.ptl"), module.__dict__)
-        finally:
-            compiler._SPLIT_OUTPUT = before
-        modules.append(module)
+    fast = compiled(source, "unusual", _SPLIT_OUTPUT=True)
+    general = compiled(source, "unusual", _SPLIT_OUTPUT=False)
     for a, b in [("<x>", 3), (1, 2)]:
-        assert outcome(modules[0], "f", a, b) == outcome(modules[1], "f", a, b)
+        assert outcome(fast.f, a, b) == outcome(general.f, a, b)
