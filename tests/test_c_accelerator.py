@@ -274,11 +274,11 @@ def test_no_leaks_per_operation() -> None:
     namespace: dict = {}
     exec(compile(WORKLOAD, "<workload>", "exec"), namespace)
     one_round = namespace["one_round"]
-    for i in range(300):  # caches, interned strings, free lists
+    for i in range(200):  # caches, interned strings, free lists
         one_round(i)
     gc.collect()
-    # A single leaked object per round would be 3000 objects (> 100 kB) in every
-    # window of 3000 rounds.  A cache still filling (CPython's type attribute
+    # A single leaked object per round would be 2000 objects (> 64 kB) in every
+    # window of 2000 rounds.  A cache still filling (CPython's type attribute
     # cache keeps names that str.format creates for the Python twin's proxies,
     # which format() uses) grows less in each window, so one quiet window is enough.
     windows = []
@@ -286,7 +286,7 @@ def test_no_leaks_per_operation() -> None:
     try:
         for _ in range(3):
             before = tracemalloc.get_traced_memory()[0]
-            for i in range(3000):
+            for i in range(2000):
                 one_round(i)
             gc.collect()
             windows.append(tracemalloc.get_traced_memory()[0] - before)
@@ -294,7 +294,7 @@ def test_no_leaks_per_operation() -> None:
                 break
     finally:
         tracemalloc.stop()
-    assert windows[-1] < 32 * 1024, f"memory grew by {windows} bytes in windows of 3000 rounds"
+    assert windows[-1] < 32 * 1024, f"memory grew by {windows} bytes in windows of 2000 rounds"
 
 
 STRESS = WORKLOAD + textwrap.dedent(

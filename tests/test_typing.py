@@ -251,6 +251,7 @@ def typecheck(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run("-m", "ptl_wsgi", "typecheck", *args, cwd=root)
 
 
+@pytest.mark.slow  # a checker run end to end per test: make test, not test-fast
 def test_typecheck_mypy(tmp_path: Path) -> None:
     root = _user_project(tmp_path, PROJECT)
     result = typecheck(root, "--checker", "mypy", "webapp")
@@ -259,6 +260,7 @@ def test_typecheck_mypy(tmp_path: Path) -> None:
     assert result.stderr == "Found 6 errors.\n"
 
 
+@pytest.mark.slow  # a checker run end to end per test: make test, not test-fast
 @needs_pyright
 def test_typecheck_pyright(tmp_path: Path) -> None:
     root = _user_project(tmp_path, PROJECT)
@@ -281,6 +283,7 @@ def test_typecheck_pyright(tmp_path: Path) -> None:
     assert result.stderr == "Found 6 errors.\n"
 
 
+@pytest.mark.slow  # a checker run end to end per test: make test, not test-fast
 def test_typecheck_clean_template_and_errors(tmp_path: Path) -> None:
     root = _user_project(
         tmp_path,
@@ -410,6 +413,7 @@ def test_package_is_clean_under_pyright() -> None:
     assert (summary["errorCount"], summary["warningCount"]) == (0, 0), result.stdout
 
 
+@pytest.mark.slow  # a checker run end to end per test: make test, not test-fast
 def test_typecheck_template_directories_as_the_loader_sees_them(tmp_path: Path) -> None:
     """A template directory is a package (relative imports); two may share module names."""
     root = _user_project(
