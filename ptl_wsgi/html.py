@@ -319,25 +319,24 @@ loop_output = _active.loop_output
 first_of = _active.first_of
 
 
-def _unpickle(text: str, twin: str | None = None) -> Any:
-    # Pickles name this function, not a twin's class, so they load in any process.
+def _unpickling_api(twin: str | None) -> SimpleNamespace:
+    """The twin a pickle names if this process has it, else the active one."""
     if twin is not None and twin != IMPLEMENTATION:
         try:
-            return implementation(twin).htmltext(text)
+            return implementation(twin)
         except ImportError:
             pass
-    return htmltext(text)
+    assert _active is not None  # (set at import, before anything can be unpickled)
+    return _active
+
+
+def _unpickle(text: str, twin: str | None = None) -> Any:
+    # Pickles name this function, not a twin's class, so they load in any process.
+    return _unpickling_api(twin).htmltext(text)
 
 
 def _unpickle_template_io(html: bool, parts: list[str], twin: str | None = None) -> Any:
-    api = _active
-    if twin is not None and twin != IMPLEMENTATION:
-        try:
-            api = implementation(twin)
-        except ImportError:
-            pass
-    assert api is not None  # (set at import, before anything can be unpickled)
-    out = api.TemplateIO(html)
+    out = _unpickling_api(twin).TemplateIO(html)
     out._parts = parts
     return out
 
