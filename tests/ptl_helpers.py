@@ -1,4 +1,5 @@
-"""Helpers shared by the PTL compiler, importer, CLI and conformance tests."""
+"""Helpers shared by the tests: files and imports, compiling with the compiler's switches,
+and the values tests give templates and both htmltext twins."""
 
 from __future__ import annotations
 
@@ -68,6 +69,25 @@ def compiled(source: str, name: str, **switches: bool) -> types.ModuleType:
     module = types.ModuleType(name)
     exec(code, module.__dict__)
     return module
+
+
+class HtmlObject:
+    """Third-party trusted markup: anything with ``__html__``."""
+
+    def __init__(self, markup: str) -> None:
+        self.markup = markup
+
+    def __html__(self) -> str:
+        return self.markup
+
+    def __str__(self) -> str:
+        return "str() of HtmlObject <must not be used>"
+
+    def __format__(self, spec: str) -> str:
+        return format("<fmt>", spec)
+
+    def __repr__(self) -> str:  # no address: the twins' outcomes are compared as text
+        return f"HtmlObject({self.markup!r})"
 
 
 #: What Recorder values were asked for, in order (outcome() clears it).

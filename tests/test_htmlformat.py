@@ -15,21 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markupsafe import Markup
+from ptl_helpers import HtmlObject
 
 NEEDS_TEMPLATES = pytest.mark.skipif(
     sys.version_info < (3, 14), reason="string.templatelib is new in Python 3.14"
 )
-
-
-class HtmlObject:
-    def __init__(self, markup: str) -> None:
-        self.markup = markup
-
-    def __html__(self) -> str:
-        return self.markup
-
-    def __repr__(self) -> str:
-        return f"HtmlObject({self.markup!r})"
 
 
 class Loud:

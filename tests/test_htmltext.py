@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from django.utils.safestring import SafeString, mark_safe
 from markupsafe import Markup
+from ptl_helpers import HtmlObject
 
 
 class NamedTuple(tuple):
@@ -51,19 +52,6 @@ ESCAPES = [("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", 
 def esc(text: str) -> str:
     """The escaping every path must agree with."""
     return html.escape(text, quote=True)
-
-
-class HtmlObject:
-    """Third-party trusted markup: anything with ``__html__``."""
-
-    def __init__(self, markup: str) -> None:
-        self.markup = markup
-
-    def __html__(self) -> str:
-        return self.markup
-
-    def __str__(self) -> str:
-        return "str() of HtmlObject <must not be used>"
 
 
 class Plain:

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markupsafe import Markup
+from ptl_helpers import HtmlObject
 
 DIFF = settings(max_examples=200)
 PROPERTY = settings(max_examples=200)
@@ -43,19 +44,6 @@ kind_texts = st.one_of(
 )
 
 # -- abstract values, built per twin -------------------------------------------------
-
-
-class HtmlObject:
-    """Trusted markup from elsewhere: anything with ``__html__``."""
-
-    def __init__(self, markup: str) -> None:
-        self.markup = markup
-
-    def __html__(self) -> str:
-        return self.markup
-
-    def __repr__(self) -> str:
-        return f"HtmlObject({self.markup!r})"
 
 
 class PlainObject:

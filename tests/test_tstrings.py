@@ -18,6 +18,7 @@ from django.utils.safestring import SafeString
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markupsafe import Markup
+from ptl_helpers import HtmlObject
 
 import ptl_wsgi
 from ptl_wsgi import html as ptl_html
@@ -39,25 +40,6 @@ def field(value: Any, conversion: str | None = None, spec: str = "") -> Any:
 def tstring(source: str, **names: Any) -> Any:
     """Evaluate the t-string literal *source* with *names* in scope."""
     return eval(source, {}, names)
-
-
-class HtmlObject:
-    """Third-party trusted markup: anything with ``__html__``."""
-
-    def __init__(self, markup: str) -> None:
-        self.markup = markup
-
-    def __html__(self) -> str:
-        return self.markup
-
-    def __str__(self) -> str:
-        return "str() of HtmlObject <must not be used>"
-
-    def __format__(self, spec: str) -> str:
-        return format("<fmt>", spec)
-
-    def __repr__(self) -> str:  # no address: the twins' outcomes are compared as text
-        return f"HtmlObject({self.markup!r})"
 
 
 class Plain:
