@@ -1,7 +1,12 @@
-"""What the benchmark scripts share: interleaved timing and their sections of RESULTS.md."""
+"""What the benchmark scripts share: interleaved timing, instruction counts and their
+sections of RESULTS.md."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,3 +56,25 @@ def write_section(title: str, lines: list[str], results: Path = RESULTS) -> None
         end = text.find("\n## ", start + len(title))
         text = text[:start] + body + ("" if end < 0 else text[end:])
     results.write_text(text)
+
+
+def instructions_per_call(argv: list[str], calls: int) -> float:
+    """Instructions per call, by valgrind's callgrind, of ``python *argv N``.
+
+    The child runs its calls N times after any warm-up; the run with N = 0 is
+    subtracted from the run with N = *calls*.  One hash seed: dict and set
+    layouts, and so their probes, are the same in every run.
+    """
+    totals = []
+    for n in (0, calls):
+        command = [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            sys.executable, *argv, str(n),
+        ]  # fmt: skip
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no instruction count from valgrind for {argv[-1]}")
+        totals.append(int(found[1]))
+    return (totals[1] - totals[0]) / calls

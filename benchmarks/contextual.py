@@ -25,6 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _results import instructions_per_call  # noqa: E402
+
 from ptl_wsgi import compiler  # noqa: E402
 
 
@@ -79,24 +81,6 @@ def page_renders(contextual: bool) -> dict[str, Callable[[], Any]]:
 CALLGRIND_RENDERS = 40
 
 
-def instructions(contextual: bool, scenario: str, count: int) -> int:
-    """Instructions (callgrind's Ir) of a child process that renders *count* times."""
-    import re
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        command = [
-            "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-            sys.executable, __file__, "--child", str(int(contextual)), scenario, str(count),
-        ]  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True, check=True)
-        found = re.search(r"Collected : (\d+)", result.stderr)
-        assert found, result.stderr[-2000:]
-        return int(found.group(1))
-
-
 def child(contextual: bool, scenario: str, count: int) -> None:
     render = page_renders(contextual)[scenario]
     for _ in range(count):
@@ -146,9 +130,8 @@ def main() -> None:
         for scenario in on:
             per = {}
             for contextual in (False, True):
-                base = instructions(contextual, scenario, 0)
-                full = instructions(contextual, scenario, CALLGRIND_RENDERS)
-                per[contextual] = (full - base) / CALLGRIND_RENDERS
+                child_argv = [__file__, "--child", str(int(contextual)), scenario]
+                per[contextual] = instructions_per_call(child_argv, CALLGRIND_RENDERS)
             print(
                 f"| {scenario} | {per[False]:,.0f} | {per[True]:,.0f} "
                 f"| {per[True] / per[False]:.4f} |"

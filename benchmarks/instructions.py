@@ -13,11 +13,10 @@ the commit before a change, with its extension built) with this venv::
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
+
+from _results import instructions_per_call
 
 HERE = Path(__file__).resolve().parent
 ESCAPE_ROWS = [(size, percent) for size in (10, 100, 1_000, 10_000) for percent in (0, 10, 100)]
@@ -46,19 +45,7 @@ for _ in range(calls):
 
 
 def count(tree: Path, row: str, calls: int) -> float:
-    totals = []
-    for n in (0, calls):
-        command = [
-            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-            sys.executable, "-c", CHILD, str(tree), row, str(n),
-        ]  # fmt: skip
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if found is None:
-            raise SystemExit(f"no instruction count from valgrind for {row}")
-        totals.append(int(found[1]))
-    return (totals[1] - totals[0]) / calls
+    return instructions_per_call(["-c", CHILD, str(tree), row], calls)
 
 
 def main(argv: list[str] | None = None) -> int:

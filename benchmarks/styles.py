@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from _results import interleaved, write_section  # noqa: E402
+from _results import instructions_per_call, interleaved, write_section  # noqa: E402
 from templates import ITEMS, JINJA_TEMPLATES, TABLE, normalise  # noqa: E402
 
 STYLES = ("stmt", "f", "pct", "format")
@@ -104,23 +101,7 @@ def instructions(names: list[str], renders: int = 8) -> dict[str, float]:
     times, with the garbage collector off; the same process with no renders
     after the warm-up is subtracted.
     """
-    counts = {}
-    for name in names:
-        totals = []
-        for n in (0, renders):
-            command = [
-                "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                sys.executable, __file__, "--run", name, str(n),
-            ]  # fmt: skip
-            # One hash seed: dict and set layouts, and so their probes, the same every run.
-            env = dict(os.environ, PYTHONHASHSEED="0")
-            done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
-            found = re.search(r"Collected : (\d+)", done.stderr)
-            if found is None:
-                raise SystemExit(f"no instruction count from valgrind for {name}")
-            totals.append(int(found[1]))
-        counts[name] = (totals[1] - totals[0]) / renders
-    return counts
+    return {name: instructions_per_call([__file__, "--run", name], renders) for name in names}
 
 
 def report(
