@@ -3,7 +3,8 @@
 Re-exported by :mod:`ptl_wsgi.html`; import them from there.  The
 markup-producing helpers are methods of :class:`Helpers`, bound once to the
 active htmltext twin, so that tests can hold both twins to the same rules.
-Attributes are rendered by :func:`ptl_wsgi.safety.attrs` and nothing else.
+Attributes are rendered by the policy of :func:`ptl_wsgi.safety.attrs`
+(:func:`ptl_wsgi.escaping.markup.attributes`) and nothing else.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from collections.abc import Sized
 from types import SimpleNamespace
 from typing import Any
 
-# Imported as a module, not by name: importing ptl_wsgi.safety first loads this
-# module (through ptl_wsgi.html) while safety itself is still half-initialised.
-from ptl_wsgi import safety
+from ptl_wsgi.escaping.markup import attributes
+from ptl_wsgi.escaping.rules import is_markup
 
 __all__ = [
     "Helpers",
@@ -44,10 +44,6 @@ _TAG = re.compile(r"[A-Za-z][A-Za-z0-9:._\-]*\Z")
 _SCRIPT_BREAKERS = re.compile(r"</|<!--")
 
 
-def _is_markup(value: Any) -> bool:
-    return hasattr(value, "__html__")
-
-
 class Helpers:
     """Quixote's ``quixote.html`` helpers, returning one twin's htmltext."""
 
@@ -55,6 +51,7 @@ class Helpers:
         self._htmltext = twin.htmltext
         self._htmlescape = twin.htmlescape
         self._stringify = twin.stringify
+        self._escape = twin.escape_str
 
     def htmltag(self, tag: str, xml_end: bool = False, css_class: Any = None, **attrs: Any) -> Any:
         """``<tag attr="value" ...>`` (``<tag ... />`` with *xml_end*) as htmltext.
@@ -75,14 +72,15 @@ class Helpers:
         # attrs() refuses script attributes as a whole or allows them as a whole;
         # here a markup value is the author's own script.  So the untrusted
         # values are checked first (an omitted attribute holds no script).
-        safety.attrs(
+        attributes(
             {
                 name: value
                 for name, value in mapping.items()
-                if value is not None and value is not False and not _is_markup(value)
-            }
+                if value is not None and value is not False and not is_markup(value)
+            },
+            self._escape,
         )
-        rendered = safety.attrs(mapping, allow_events=True)
+        rendered = attributes(mapping, self._escape, allow_events=True)
         return self._htmltext(f"<{tag}{rendered}{' />' if xml_end else '>'}")
 
     def href(self, url: Any, text: Any, title: Any = None, **attrs: Any) -> Any:
@@ -149,7 +147,7 @@ def truncate(value: Any, length: int, end: str = "…") -> str:
     plain str, escaped on output.  Raises TypeError for markup, which cannot
     be cut without cutting a tag or an entity.
     """
-    if _is_markup(value):
+    if is_markup(value):
         raise TypeError("truncate() cuts text, not markup; pass the text before marking it up")
     if length < len(end):
         raise ValueError(f"length {length} leaves no room for end={end!r}")

@@ -16,7 +16,8 @@ Rules shared by every operation here:
 from __future__ import annotations
 
 import _string
-import sys
+
+from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
@@ -73,21 +74,6 @@ def markup_of(value: Any, /) -> str:
 
 
 # -- t-strings (PEP 750, Python 3.14+) ------------------------------------------
-
-_template_types: list[Any] = []  # [string.templatelib.Template or None], on first need
-
-
-def _is_template(value: Any) -> bool:
-    # The class name first: string.templatelib is imported only for a likely t-string.
-    if type(value).__name__ != "Template":
-        return False
-    if not _template_types:
-        if sys.version_info >= (3, 14):
-            from string.templatelib import Template
-        else:
-            Template = None
-        _template_types.append(Template)
-    return type(value) is _template_types[0]
 
 
 def _template_markup(template: Any) -> str:

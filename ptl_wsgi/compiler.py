@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
-from ptl_wsgi.htmlcontext import (
+from ptl_wsgi.escaping.context import (
     TEXT,
     Context,
     ContextError,
@@ -55,6 +55,7 @@ from ptl_wsgi.htmlcontext import (
     join,
     settle,
 )
+from ptl_wsgi.escaping.rules import INT_SAFE_BASES
 
 __all__ = [
     "COMPILER_VERSION",
@@ -97,13 +98,6 @@ _CONTEXT_HELPERS = (
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
 )
-# Escapers (without their HTML layer) that leave an int's str as it is.
-_INT_SAFE = frozenset(
-    {
-        "text", "url", "url_path", "url_slash", "url_query", "srcset", "js_string", "css",
-        "css_string", "srcdoc", "url_list",
-    }
-)  # fmt: skip
 
 
 def _layerless(escaper: str) -> str:
@@ -766,7 +760,7 @@ class _Transformer(_ScopeWalker):
     # -- contextual escaping -------------------------------------------------------
     #
     # In [html] templates the compiler follows the HTML context through the output
-    # in the order it is produced (ptl_wsgi.htmlcontext) and gives each value the
+    # in the order it is produced (ptl_wsgi.escaping.context) and gives each value the
     # escaper of the context it lands in; values in text, RCDATA and quoted plain
     # attributes keep exactly the code they had before (the common case costs
     # nothing).  Branches must end in the same context, loop bodies where they
@@ -817,7 +811,7 @@ class _Transformer(_ScopeWalker):
         node, expr = piece.node, piece.value
         formatted = piece.conversion != -1 or piece.spec is not None
         held = None
-        if not formatted and _layerless(escaper) in _INT_SAFE:
+        if not formatted and _layerless(escaper) in INT_SAFE_BASES:
             # An int's digits (and sign) are the same escaped or not: it is output as it
             # is, without a call ("/item/%s" % id costs what it did before).
             temp = self.temporary()

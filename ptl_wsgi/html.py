@@ -13,6 +13,8 @@ import os
 from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
+from ptl_wsgi.escaping.rules import is_markup, is_template
+
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 # (Nor functools, copyreg, or the Python twin when the C one is active: each is
 # imported where it is needed, off the path of a render from the bytecode cache.)
@@ -52,7 +54,7 @@ __all__ = [
 
 
 def _escape_args(markup_of: Any, args: Iterable[Any]) -> list[Any]:
-    return [markup_of(a) if isinstance(a, str) or hasattr(a, "__html__") else a for a in args]
+    return [markup_of(a) if isinstance(a, str) or is_markup(a) else a for a in args]
 
 
 def _escape_kwargs(markup_of: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -258,10 +260,10 @@ IMPLEMENTATION: str = _active.name
 
 htmltext = _active.htmltext
 htmlescape = _active.htmlescape
+#: HTML escaping of a str (no markup check), the escapers' quoted-attribute layer.
+escape_str = _active.escape_str
 _twin_htmlformat = _active.htmlformat
-# Per distinct literal parts: whether every value lands in a text-like context (text,
-# RCDATA, a quoted plain attribute), where the twin's own htmlformat is exact.
-_text_plans: dict[object, bool] = {}  # keyed by a Template's strings
+_plan: Any = None  # ptl_wsgi.escaping.planner.plan, imported on the first t-string
 
 
 def htmlformat(template: Any, /) -> Any:
@@ -277,33 +279,24 @@ def htmlformat(template: Any, /) -> Any:
     Template is a TypeError; literal parts that put a value where none may go
     (a tag name) or that do not end in text are a ValueError.
     """
-    text_only = _text_plans.get(getattr(template, "strings", None))
-    if text_only is None:
-        text_only = _plan(template)
-    if text_only:
+    global _plan
+    if _plan is None:
+        # Imported here: the context engine (re) is not needed by a cached render.
+        from ptl_wsgi.escaping.planner import plan as _plan
+    strings = getattr(template, "strings", None)
+    if type(strings) is not tuple or not is_template(template):
+        return _twin_htmlformat(template)  # the twin's TypeError
+    if _plan(strings).text_only:
         for interpolation in template.interpolations:
-            if type(interpolation.value).__name__ == "Template":
+            if is_template(interpolation.value):
                 break  # a nested t-string is planned on its own (contextual_format)
         else:
             return _twin_htmlformat(template)
-    # Imported here: escapers (re, the context engine) is not needed by a cached render.
-    from ptl_wsgi.escapers import contextual_format
+    from ptl_wsgi.escaping.escapers import for_class
+    from ptl_wsgi.escaping.planner import contextual_format
 
-    return contextual_format(template)
-
-
-def _plan(template: Any) -> bool:
-    """Plan *template*'s strings (cached): whether every value lands in a text-like context."""
-    strings = getattr(template, "strings", None)
-    if type(strings) is not tuple or type(template).__name__ != "Template":
-        return _twin_htmlformat(template)  # the twin's TypeError
-    from ptl_wsgi.escapers import plan
-
-    text_only = all(escaper is None for escaper in plan(strings))  # ValueError if none fits
-    if len(_text_plans) >= 1024:
-        _text_plans.clear()  # templates are few; a flood of distinct ones is not kept
-    _text_plans[strings] = text_only
-    return text_only
+    escapers = for_class(htmltext, escape_str)
+    return htmltext(contextual_format(template, escapers, format_field))
 
 
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.

@@ -103,6 +103,9 @@ class htmltext(str):
 def htmlescape(value: object, /) -> htmltext:
     """*value* as htmltext: escaped, unless it is markup."""
 
+def escape_str(s: str, /) -> str:
+    """HTML escaping of a str (no markup check), as a str."""
+
 if sys.version_info >= (3, 14):
     from string.templatelib import Template
 

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmltext
 
 __all__ = [
@@ -123,8 +124,7 @@ def backend() -> Translations:
 
 def _markup(message: Any) -> str | None:
     """*message*'s markup if it is trusted, else None."""
-    html = getattr(message, "__html__", None)
-    return None if html is None else str(html())
+    return str(message.__html__()) if is_markup(message) else None
 
 
 def _result(translated: str, trusted: bool) -> str:

@@ -17,10 +17,10 @@ these functions, so the rule is the same everywhere:
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ptl_wsgi.escaping import rules
 from ptl_wsgi.html import htmlescape, htmltext
 
 __all__ = ["chunks", "is_html_type", "is_markup", "markup", "text"]
@@ -52,18 +52,9 @@ def is_html_type(content_type: str | None) -> bool:
     return mimetype in _HTML_TYPES or mimetype.endswith("+xml")
 
 
-def _is_template(value: Any) -> bool:
-    """Whether *value* is a t-string's ``string.templatelib.Template`` (Python 3.14+)."""
-    if sys.version_info >= (3, 14) and type(value).__name__ == "Template":
-        from string.templatelib import Template
-
-        return type(value) is Template
-    return False
-
-
 def is_markup(value: Any) -> bool:
-    """Whether *value* is markup: htmltext, anything with ``__html__``, or a t-string."""
-    return isinstance(value, htmltext) or hasattr(value, "__html__") or _is_template(value)
+    """Whether *value* is output as markup: htmltext, anything with ``__html__``, or a t-string."""
+    return isinstance(value, htmltext) or rules.is_markup(value) or rules.is_template(value)
 
 
 def _decoded(value: Any) -> Any:
@@ -106,7 +97,7 @@ def text(result: Any) -> str:
 
 def _plain(value: Any) -> str:
     value = _decoded(value)
-    if _is_template(value):
+    if rules.is_template(value):
         return _template_text(value)
     # str.__str__ drops the markup type: the result must not pass as trusted anywhere.
     return str.__str__(value) if isinstance(value, str) else str(value)
@@ -122,7 +113,7 @@ def _template_text(template: Any) -> str:
         value, conversion, spec = (
             interpolation.value, interpolation.conversion, interpolation.format_spec
         )  # fmt: skip
-        if conversion is None and not spec and _is_template(value):
+        if conversion is None and not spec and rules.is_template(value):
             out.append(_template_text(value))
         else:
             if conversion is not None:

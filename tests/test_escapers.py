@@ -22,10 +22,10 @@ from ptl_wsgi.escapers import (
     contextual_format,
     format_value,
     percent_value,
-    plan,
 )
+from ptl_wsgi.escaping.context import ContextError
+from ptl_wsgi.escaping.planner import plan
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.htmlcontext import ContextError
 from ptl_wsgi.safety import UNSAFE_URL
 
 html5lib = pytest.importorskip("html5lib")
@@ -262,9 +262,9 @@ def test_a_value_in_srcdoc_is_text_of_the_inner_document(value: str) -> None:
 
 
 def test_plan_names_an_escaper_per_interpolation() -> None:
-    escapers = plan(('<a href="', '" title="', '">', "</a><script>var x = ", ";</script>"))
-    assert [e and e.__name__ for e in escapers] == ["url_q", None, None, "js_value"]
-    assert plan(("<p>", "</p>")) == (None,)
+    names = plan(('<a href="', '" title="', '">', "</a><script>var x = ", ";</script>")).names
+    assert names == ("url_q", None, None, "js_value")
+    assert plan(("<p>", "</p>")) == ((None,), True)
     assert plan(("<p>", "</p>")) is plan(("<p>", "</p>"))  # cached
 
 

@@ -196,6 +196,9 @@ CORE_ROOMS = {
     "ptl_wsgi._runtime",
     "ptl_wsgi.loader",
     "ptl_wsgi._iterate",
+    # The rule tables: data and two small functions, no imports.
+    "ptl_wsgi.escaping",
+    "ptl_wsgi.escaping.rules",
 }
 CHEAP_STDLIB = {
     "__future__",  # run by `from __future__ import annotations`
@@ -288,3 +291,36 @@ def test_py_templates_render_without_the_compiler(tmp_path: Path) -> None:
         result = json.loads(run_child(PY_CHILD, str(tmp_path), json.dumps(HEAVY), cwd=tmp_path))
         assert result == {"html": EXPECTED_HTML, "heavy": []}
     assert len(list(tmp_path.glob("__pycache__/page.py.*-ptl_wsgi-*.pyc"))) == 1
+
+
+LINK_CHILD = """\
+import json, sys
+before = set(sys.modules)
+from ptl_wsgi.loader import Loader
+
+html = Loader([sys.argv[1]]).render("link.ptl", {"url": "/a b?x=1&y=2"})
+print(json.dumps({"html": str(html), "new": sorted(set(sys.modules) - before)}))
+"""
+# What a URL, a JS value or a CSS value in a page once pulled in (through safety: the CSP
+# nonces, OpenSSL), and what only compiling or planning needs.
+NOT_FOR_A_LINK = {
+    "ptl_wsgi.safety", "ptl_wsgi.csp", "secrets", "hmac", "_hashlib", "ssl", "json", "typing",
+    "ptl_wsgi.escaping.context", "ptl_wsgi.escaping.planner", "ptl_wsgi.compiler",
+}  # fmt: skip
+
+
+def test_a_cached_render_with_a_link_imports_no_policy_it_does_not_use(tmp_path: Path) -> None:
+    (tmp_path / "link.ptl").write_text(
+        "def render [html] (url):\n"
+        '    \'<a href="%s">x</a><p style="color: %s" onclick="go(%s)">\' % (url, \'red\', 1)\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    command = [sys.executable, "-S", "-c", LINK_CHILD, str(tmp_path)]
+    for _ in range(2):  # the first run compiles and writes the cache
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["html"].startswith('<a href="/a%20b?x=1&amp;y=2">x</a>')
+    assert "ptl_wsgi.escapers" in found["new"]
+    assert set(found["new"]) & NOT_FOR_A_LINK == set()

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ptl_wsgi.safety as safety
-from ptl_wsgi.htmlcontext import (
+from ptl_wsgi.escaping.context import (
     TEXT,
     Context,
     ContextError,
@@ -17,9 +17,9 @@ from ptl_wsgi.htmlcontext import (
     describe,
     escaper_for,
     join,
-    plan,
     settle,
 )
+from ptl_wsgi.escaping.planner import plan
 
 
 def escaper(text: str) -> str | None:
@@ -263,12 +263,12 @@ def test_join() -> None:
 
 
 def test_plan_names_the_escapers_of_a_t_strings_parts() -> None:
-    assert plan(('<a href="', '">', "</a><script>var s = '", "';</script>")) == (
+    assert plan(('<a href="', '">', "</a><script>var s = '", "';</script>")).names == (
         "url_q",
         None,
         "js_string",
     )
-    assert plan(("<p>",)) == ()
+    assert plan(("<p>",)).names == ()
     assert plan(("<p>", "</p>")) is plan(("<p>", "</p>"))  # cached
     with pytest.raises(ContextError, match="ends in an HTML comment"):
         plan(("<!-- ", ""))

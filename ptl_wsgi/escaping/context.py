@@ -4,8 +4,9 @@ Contextual autoescaping (docs/contextual-escaping.md) follows Go's html/template
 the trusted literal text of a template is parsed as a browser would parse it,
 far enough to know, at each place a value is inserted, what that place is (text,
 a quoted ``href``, a JavaScript string, a CSS value, ...).  This module is that
-parser, kept small and free of everything but the standard library, so that the
-compiler can use it at compile time and the t-string planner at run time:
+parser, kept small and free of everything but the standard library and the rule
+tables (:mod:`ptl_wsgi.escaping.rules`), so that the compiler can use it at compile
+time and the planner (:mod:`ptl_wsgi.escaping.planner`) at run time:
 
 * :class:`Context` -- an immutable, hashable value: the parser's state;
 * :func:`advance` -- the context after some trusted literal text;
@@ -16,7 +17,7 @@ compiler can use it at compile time and the t-string planner at run time:
 * :func:`after_number` -- the context after a ``%d`` number (or ContextError);
 * :func:`join` -- the context where two branches of control flow meet, or None.
 
-The escapers themselves (run time) are :mod:`ptl_wsgi.escapers`; their names are
+The escapers themselves are :mod:`ptl_wsgi.escaping.escapers`; their names are
 ``base`` or ``base_layer``: the base encodes for the inner language (URL, JS,
 CSS), the layer for the HTML around it (``q`` a quoted attribute value, ``u`` an
 unquoted one, ``u0`` the start of an unquoted one).
@@ -25,9 +26,21 @@ unquoted one, ``u0`` the start of an unquoted one).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from html import unescape
 from typing import NamedTuple
+
+from ptl_wsgi.escaping.rules import (
+    K_CSS,
+    K_HTML,
+    K_JS,
+    K_PLAIN,
+    K_SRCSET,
+    K_URL,
+    K_URL_LIST,
+    RASTER_IMAGE_TYPES,
+    SCRIPT_SCHEMES,
+    attribute_kind,
+)
 
 __all__ = [
     "TEXT",
@@ -41,7 +54,6 @@ __all__ = [
     "ends_in_text",
     "escaper_for",
     "join",
-    "plan",
     "settle",
 ]
 
@@ -76,9 +88,6 @@ S_CSS_SQ_URL = "css_sq_url"
 S_CSS_BLOCK_CMT = "css_block_comment"
 S_CSS_LINE_CMT = "css_line_comment"
 
-# Attribute kinds
-K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", "css", "html"
-K_URL_LIST = "url_list"  # SVG animation "values": ";"-separated, each item may be a URL
 
 # URL parts (sub of S_URL and the CSS url states)
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
@@ -125,56 +134,6 @@ TEXT = Context()
 
 class ContextError(ValueError):
     """A value where none may go, or text the engine refuses to follow."""
-
-
-# -- attributes ----------------------------------------------------------------
-
-# Attributes whose value is a URL (kept a superset of ptl_wsgi.safety.URL_ATTRIBUTES,
-# which a test checks; the engine cannot import safety, a room above it).
-_URL_ATTRIBUTES = frozenset(
-    {
-        "action", "background", "cite", "codebase", "data", "formaction", "href",
-        "icon", "longdesc", "lowsrc", "dynsrc", "manifest", "poster", "src",
-        "classid", "archive", "profile", "usemap", "itemtype", "itemid", "attributionsrc",
-        "ping", "from", "to", "by", "base", "xmlns",
-    }
-)  # fmt: skip
-_SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
-
-
-# Attributes that a JavaScript framework evaluates as code, after the browser decoded
-# them (so HTML escaping does not protect them): htmx's hx-on*, Alpine's directives
-# and its @/: shorthands, Vue's v-* (and @, :), AngularJS's ng-*, Knockout's data-bind.
-_FRAMEWORK_CODE = re.compile(
-    r"(?:[@:]|hx-on|v-|ng[-:_]|x-(?:data|init|show|bind|on|text|html|model|modelable|for"
-    r"|effect|if|id)(?:\Z|[:.])|bind\Z)"
-)
-
-
-def attribute_kind(name: str) -> str:
-    """The kind of attribute *name*: what its value is parsed as."""
-    name = name.lower()
-    if name.startswith("data-"):
-        name = name[5:]  # data-href is a URL to the scripts that read it
-    if _FRAMEWORK_CODE.match(name):
-        return K_JS
-    local = name.rpartition(":")[2]
-    if name.startswith("on") or local.startswith("on"):
-        return K_JS
-    if local == "style":
-        return K_CSS
-    if local == "srcdoc":
-        return K_HTML
-    if local in _SRCSET_ATTRIBUTES:
-        return K_SRCSET
-    if local == "values":
-        return K_URL_LIST
-    if local in _URL_ATTRIBUTES or name.startswith("xmlns"):
-        return K_URL
-    # As Go does: a name that speaks of a URL is taken for one (the strictest that fits).
-    if "src" in local or "uri" in local or "url" in local:
-        return K_URL
-    return K_PLAIN
 
 
 # -- elements --------------------------------------------------------------------
@@ -507,10 +466,10 @@ _BEFORE_HOST = re.compile(
 
 # Schemes whose body the browser runs (or renders as a document), as a URL parser sees
 # them; data: is safe only with a literal raster image type.
-_SCRIPT_SCHEME = re.compile(r"(?:javascript|vbscript|data):", re.IGNORECASE)
+_SCRIPT_SCHEME = re.compile(rf"(?:{'|'.join(sorted(SCRIPT_SCHEMES))}):", re.IGNORECASE)
 _SCHEME_END = re.compile(r"[A-Za-z0-9+.\-]*:")
 _IMAGE_DATA = re.compile(
-    r"data:image/(?:png|jpeg|jpg|gif|webp|avif|bmp|x-icon)(?:;base64)?,", re.IGNORECASE
+    rf"data:image/(?:{'|'.join(RASTER_IMAGE_TYPES)})(?:;base64)?,", re.IGNORECASE
 )
 _TAB_OR_NEWLINE = re.compile("[\t\n\r]")
 
@@ -1068,25 +1027,6 @@ class _Mismatch(ContextError):
     def __init__(self, a: Context, b: Context) -> None:
         super().__init__(f"{describe(a)} and {describe(b)}")
         self.contexts = (a, b)
-
-
-@lru_cache(maxsize=1024)
-def plan(strings: tuple[str, ...]) -> tuple[str | None, ...]:
-    """The escaper name for each value between literal *strings* (a t-string's parts).
-
-    None means a text-like context (plain HTML escaping).  Raises ContextError
-    where no value may go, or when the literal text does not end in text.
-    """
-    ctx = TEXT
-    names: list[str | None] = []
-    for text in strings[:-1]:
-        ctx = advance(ctx, text)
-        names.append(escaper_for(ctx))
-        ctx = after_value(ctx)
-    ctx = advance(ctx, strings[-1]) if strings else ctx
-    if not ends_in_text(ctx):
-        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
-    return tuple(names)
 
 
 # -- descriptions ----------------------------------------------------------------------

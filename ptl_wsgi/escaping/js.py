@@ -1,0 +1,81 @@
+"""JavaScript: escapers for strings, regular expressions and values, and JSON for scripts.
+
+Each takes and returns str (``js_value`` takes any value);
+:mod:`ptl_wsgi.escaping.escapers` makes them markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ptl_wsgi.escaping.rules import JSON_UNSAFE
+
+# Not typing.TYPE_CHECKING: importing typing costs a one-shot process its time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["js_regexp", "js_string", "js_value", "json_text"]
+
+_STRING_UNSAFE = re.compile("[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff]")
+_REGEXP_UNSAFE = re.compile(
+    "[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff.*+?^|()\\[\\]{}-]"
+)
+_SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JSON_UNSAFE = re.compile(f"[{JSON_UNSAFE}]")
+# "/" too in a JS value: should a regular expression ever be taken for an expression,
+# a value still could not end it.
+_VALUE_UNSAFE = re.compile(f"[{JSON_UNSAFE}/]")
+
+
+def _char(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def _unicode_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def js_string(text: str) -> str:
+    """Inside a JS string of either quote or a template literal: the string holds *text*."""
+    return _STRING_UNSAFE.sub(_char, text)
+
+
+def js_regexp(text: str) -> str:
+    """Inside a JS regular expression: *text* matches itself; empty is "(?:)" (not "//")."""
+    if not text:
+        return "(?:)"
+    return _REGEXP_UNSAFE.sub(_char, text)
+
+
+def js_value(value: Any) -> str:
+    """A JS expression: the value as a JSON literal, spaced so it cannot join its neighbours."""
+    import json  # (not for a page without such a value)
+
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        text = json.dumps(value)  # NaN and the infinities are JS expressions too
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            text = json.dumps(str(value), ensure_ascii=False)
+    return f" {_VALUE_UNSAFE.sub(_unicode_escape, text)} "
+
+
+def json_text(value: Any) -> str:
+    """*value* as compact JSON that no page can misread: :data:`JSON_UNSAFE` as ``\\uXXXX``.
+
+    Raises TypeError for values JSON cannot represent and ValueError for NaN and
+    the infinities, which ``JSON.parse`` rejects.
+    """
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _JSON_UNSAFE.sub(_unicode_escape, text)

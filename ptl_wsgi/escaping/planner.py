@@ -1,0 +1,115 @@
+"""Plans: which escaper each value between literal parts gets, cached per parts.
+
+The compiler follows the context through a template's code; formatting at
+run time (t-strings through ``htmlformat``) has only the literal parts, and
+asks :func:`plan` here, which parses them once per distinct parts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ptl_wsgi.escaping.context import (
+    TEXT,
+    ContextError,
+    advance,
+    after_value,
+    describe,
+    ends_in_text,
+    escaper_for,
+)
+from ptl_wsgi.escaping.escapers import format_value
+from ptl_wsgi.escaping.rules import is_template
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ptl_wsgi.escaping.escapers import Escaper
+
+__all__ = ["Plan", "contextual_format", "plan"]
+
+
+class Plan(NamedTuple):
+    """The escaper name of each value (None: plain HTML escaping, as in text)."""
+
+    names: tuple[str | None, ...]
+    #: Every value lands where plain HTML escaping is exact (text, a quoted plain
+    #: attribute value): the twins' own formatting is the contextual one.
+    text_only: bool
+
+
+_PLANS: dict[tuple[str, ...], Plan] = {}
+_MAX_PLANS = 1024
+
+
+def plan(strings: tuple[str, ...]) -> Plan:
+    """The plan for the values between literal *strings* (a Template's ``strings``).
+
+    Raises ValueError (:class:`~ptl_wsgi.escaping.context.ContextError`) where no
+    value may go, or when the literal text does not end in text.
+    """
+    found = _PLANS.get(strings)
+    if found is None:
+        names = _names(strings)
+        found = Plan(names, all(name is None for name in names))
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()  # literal parts come from code, few; a flood is not kept
+        _PLANS[strings] = found
+    return found
+
+
+def _names(strings: tuple[str, ...]) -> tuple[str | None, ...]:
+    ctx = TEXT
+    names: list[str | None] = []
+    for text in strings[:-1]:
+        ctx = advance(ctx, text)
+        names.append(escaper_for(ctx))
+        ctx = after_value(ctx)
+    ctx = advance(ctx, strings[-1]) if strings else ctx
+    if not ends_in_text(ctx):
+        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
+    return tuple(names)
+
+
+def contextual_format(
+    template: Any, escapers: dict[str, Escaper], format_field: Callable[..., Any]
+) -> str:
+    """A PEP 750 Template as markup text, each value escaped for the context it lands in.
+
+    *escapers* and *format_field* are one twin's.  Conversion and format spec are
+    applied first, then the escaper; markup values are kept; a nested Template is
+    formatted the same way, kept as markup in a text-like context and escaped as
+    a value anywhere else.
+    """
+    strings = tuple(template.strings)
+    names = plan(strings).names
+    out: list[str] = []
+    for text, name, interpolation in zip(strings, names, template.interpolations, strict=False):
+        out.append(text)
+        value = interpolation.value
+        if is_template(value) and interpolation.conversion is None:
+            value = _Nested(contextual_format(value, escapers, format_field))
+            if name is not None:
+                # Markup made for text: outside text it is a value like any other (its
+                # own values were escaped for text, not for where it lands).
+                value = str(value)
+        conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
+        spec = interpolation.format_spec
+        if name is None:
+            # Text-like: what the same field of an f-string in an [html] template outputs.
+            out.append(str(format_field(value, conversion, spec)))
+            continue
+        if conversion != -1 or spec:
+            value = format_value(value, conversion, spec, format_field, _Nested)
+        out.append(str(escapers[name](value)))
+    out.append(strings[-1])
+    return "".join(out)
+
+
+class _Nested(str):
+    """Markup text made here (a nested t-string, a field formatted by its own spec)."""
+
+    __slots__ = ()
+
+    def __html__(self) -> str:
+        return str(self)
