@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     compile_cmd.set_defaults(handler=_compile)
     check = commands.add_parser(
         "check",
-        help="report syntax errors in .ptl files as file:line:col: message",
+        help="report syntax errors in .ptl files as file:line:col: message, and warn "
+        "where a template concatenates a value into an attribute, URL or script",
         description="Compile every .ptl file under each PATH in memory; exit 1 on any error.",
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help=".ptl file or directory")
@@ -230,7 +231,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl, context_report
+    from ptl_wsgi.compiler import compile_ptl, concatenation_report, context_report
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -242,6 +243,8 @@ def _check(args: argparse.Namespace) -> int:
                     how = f"escaper {escaper}" if escaper else "HTML escaping"
                     print(f"{path}:{line}:{col}: {context}: {how}")
             compile_ptl(source, path)
+            for line, col, message in concatenation_report(source, path):
+                print(f"{path}:{line}:{col}: warning: {message}", file=sys.stderr)
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)
         except OSError as exc:

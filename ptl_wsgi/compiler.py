@@ -63,6 +63,7 @@ __all__ = [
     "TemplateScopes",
     "OPT_OUT",
     "compile_ptl",
+    "concatenation_report",
     "context_report",
     "mark_html_template",
     "mark_plain_template",
@@ -1964,6 +1965,75 @@ def context_report(
         (line, _char_col(original[line - 1], col) + 1, context, escaper)
         for line, col, context, escaper in report
     ]
+
+
+def concatenation_report(
+    source: str | bytes, filename: str = "<ptl>"
+) -> list[tuple[int, int, str]]:
+    """Where an ``[html]`` template concatenates a value after markup that leaves it
+    outside text: line, column (characters from 1) and a message, for ``ptl-wsgi check``.
+
+    ``+`` cannot know where its pieces will land, so a value joined to markup gets
+    HTML escaping only (docs/contextual-escaping.md): right in text and quoted plain
+    attributes, wrong in a URL, a script or an unquoted attribute.  The literals of
+    a chain ``'<a href="' + url + '">'`` are followed from text; a value after them
+    in any other context is reported.
+    """
+    lines = _split_lines(source, filename)
+    templates, _ = _preprocess(lines)
+    tree = ast.parse("".join(lines), filename)
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        start = node.lineno, _byte_col(lines[node.lineno - 1], node.col_offset)
+        if (
+            templates.get((node.lineno, node.col_offset)) != "html"
+            and templates.get(start) != "html"
+        ):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add):
+                found.extend(_concatenated_values(inner, lines))
+    return sorted(set(found))
+
+
+def _concatenated_values(node: ast.BinOp, lines: list[str]) -> list[tuple[int, int, str]]:
+    operands: list[ast.expr] = []
+    left: ast.expr = node
+    while isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add):
+        operands.insert(0, left.right)
+        left = left.left
+    operands.insert(0, left)
+    ctx, seen_markup = TEXT, False
+    found: list[tuple[int, int, str]] = []
+    for operand in operands:
+        if isinstance(operand, ast.Constant) and isinstance(operand.value, str):
+            seen_markup = True
+            try:
+                ctx = advance(ctx, operand.value)
+            except ContextError:
+                return found
+            continue
+        if not seen_markup:
+            continue
+        try:
+            escaper = escaper_for(ctx)
+        except ContextError:
+            escaper = "none may go"  # compiling says so where it is a value's place
+        if escaper is not None:
+            col = _char_col(lines[operand.lineno - 1], operand.col_offset) + 1
+            message = (
+                f"'+' puts this value in {describe(ctx)}, where it gets HTML escaping only; "
+                "format it into the literal ('...%s...' % value or an f-string) so it gets "
+                "the escaper of its place"
+            )
+            found.append((operand.lineno, col, message))
+        try:
+            ctx = after_value(ctx)
+        except ContextError:
+            return found
+    return found
 
 
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:

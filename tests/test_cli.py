@@ -116,6 +116,32 @@ def test_check_contexts_prints_each_value_and_reports_unbalanced_templates(
     ]
 
 
+CONCATENATED = """\
+def page [html] (url, name, code):
+    link = '<a href="' + url + '">' + name + '</a>'
+    link
+    '<p title="' + name + '">'
+    '<script>var s = ' + code + ';</script>'
+    '<p>' + name + '</p>'
+    '<a href="%s">%s</a>' % (url, name)
+"""
+
+
+def test_check_warns_where_a_template_concatenates_a_value_outside_text(tmp_path: Path) -> None:
+    # '+' cannot know where its pieces land: the value gets HTML escaping, which is right
+    # in text and a quoted title, wrong in an href and a script.  The template compiles.
+    write_files(tmp_path, {"page.ptl": CONCATENATED})
+    result = run("check", tmp_path / "page.ptl")
+    assert result.returncode == 0
+    warnings = result.stderr.splitlines()
+    assert [w.split(": warning: ")[0] for w in warnings] == [
+        f"{tmp_path / 'page.ptl'}:2:26",
+        f"{tmp_path / 'page.ptl'}:5:26",
+    ]
+    assert "in a URL (start) in a double-quoted URL attribute value" in warnings[0]
+    assert "in a JavaScript expression in <script>" in warnings[1]
+
+
 def test_check_missing_file(tmp_path: Path) -> None:
     result = run("check", tmp_path / "missing.ptl")
     assert result.returncode == 1
