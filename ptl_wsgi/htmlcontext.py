@@ -92,6 +92,7 @@ U_VALUES = "after values"  # values in the scheme's place: a ":" next could end 
 U_SCRIPT = "script body"  # after javascript:, vbscript: or an active data: type: no value
 # JS: what a "/" means next
 J_REGEXP, J_DIVOP, J_UNKNOWN = "regexp", "divop", "unknown"
+J_PAREN = "paren"  # after ")": a division, or a regular expression after "if (...)"
 
 
 class Context(NamedTuple):
@@ -249,13 +250,22 @@ def settle(ctx: Context) -> Context:
     return advance(ctx, "", final=True)
 
 
-_LAST_WORD = re.compile(r"[^ \t\n\r\f]*\Z")
+_LAST_WORD = re.compile(r"[^ \t\n\r\f]*[ \t\n\r\f]*\Z")
 
 
 def _last_word(text: str) -> int:
-    """Where the run of non-space characters that ends *text* starts."""
+    """Where the last run of non-space characters of *text*, with the spaces after it, starts.
+
+    The spaces are kept with the word: what the next literal means may depend on
+    the word before them (a "/" after ``)``, a ``-->`` at a line's start).
+    """
     match = _LAST_WORD.search(text)
     assert match is not None  # (the pattern matches at the end of any text)
+    head = text[: match.start()].rstrip(_SPACE)
+    if head.endswith(")"):
+        # A "/" next would divide or start a regular expression: seen with its ")".
+        match = _LAST_WORD.search(head)
+        assert match is not None
     return match.start()
 
 
@@ -583,7 +593,9 @@ def _js_slash_context(before: str, ctx_sub: str) -> str:
     if not code:
         return ctx_sub
     last = code[-1]
-    if last in ")]" or last.isalnum() or last in "_$":
+    if last == ")":
+        return J_PAREN
+    if last == "]" or last.isalnum() or last in "_$":
         if last.isalnum() or last in "_$":
             word = _IDENT_TAIL.search(code)
             if word is not None and word.group() in _JS_KEYWORDS_BEFORE_EXPRESSION:
@@ -653,7 +665,16 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
             "'/' in JavaScript after branches that disagree on whether it starts a "
             "regular expression or divides"
         )
-    if text[:start].rstrip().endswith(")"):
+    if sub == J_PAREN:
+        if not text[:start].rstrip().endswith(")"):
+            # The ")" came before a comment, or in an earlier literal: what follows the
+            # "/" on its line is not known here, so neither reading can be checked.
+            raise ContextError(
+                "'/' could start a division or a regular expression after the ')' before "
+                "it (a comment or the end of a literal between them): put the regular "
+                "expression in a variable first, or write the division on the line of "
+                "its ')'"
+            )
         _check_paren_slash(ctx, rest)
     return ctx._replace(sub=J_REGEXP), rest
 
