@@ -256,15 +256,15 @@ _LAST_WORD = re.compile(r"[^ \t\n\r\f]*[ \t\n\r\f]*\Z")
 def _last_word(text: str) -> int:
     """Where the last run of non-space characters of *text*, with the spaces after it, starts.
 
-    The spaces are kept with the word: what the next literal means may depend on
-    the word before them (a "/" after ``)``, a ``-->`` at a line's start).
+    Text held back from there is parsed again with the next literal: a token it
+    may continue (``</scrip``, ``&quo``) and the spaces after it; after ``)`` the
+    word before too (a "/" next divides or starts a regular expression: it is
+    seen with its ``)``).
     """
     match = _LAST_WORD.search(text)
     assert match is not None  # (the pattern matches at the end of any text)
-    head = text[: match.start()].rstrip(_SPACE)
-    if head.endswith(")"):
-        # A "/" next would divide or start a regular expression: seen with its ")".
-        match = _LAST_WORD.search(head)
+    if text[: match.start()].rstrip(_SPACE).endswith(")"):
+        match = _LAST_WORD.search(text, 0, match.start())
         assert match is not None
     return match.start()
 
@@ -447,26 +447,29 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     """Parse *text* in the content of a special element, up to its end tag."""
     match = _END_TAGS[ctx.element].search(text)
+    if match is not None and match.end() == len(text) and not final:
+        match = None  # "</script" at a literal's end: the next one says if it is an end tag
     if match is None:
         held = ""
         if not final:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
-        ctx = _script_escapes(ctx, text)
+        ctx = _script_escapes(ctx, text, at_end=final)
         return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
     ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
     return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
 
 
-_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />])", re.IGNORECASE)
+_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE)
 
 
-def _script_escapes(ctx: Context, text: str) -> Context:
+def _script_escapes(ctx: Context, text: str, at_end: bool = False) -> Context:
     """Follow ``<!--`` and ``-->`` in a script's raw text; refuse the double escaped state.
 
     After ``<!--`` a ``<script`` puts the tokenizer where ``</script>`` no longer
-    ends the script (until ``-->``): the engine would end it too early.
+    ends the script (until ``-->``): the engine would end it too early.  *at_end*:
+    a value follows *text*, and may continue a ``<script`` at its end.
     """
     if ctx.element != "script" or ctx.foreign:
         return ctx
@@ -477,7 +480,7 @@ def _script_escapes(ctx: Context, text: str) -> Context:
             escaped = True
         elif token == "-->":
             escaped = False
-        elif escaped:
+        elif escaped and (match.end() < len(text) or at_end):
             raise ContextError(
                 "'<script' after '<!--' inside a <script>: the browser would not end the "
                 "script at its '</script>'; write '<\\/script' or '\\x3cscript' in the "

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from ptl_helpers import compiled
 
-from ptl_wsgi.htmlcontext import TEXT, ContextError, advance, escaper_for
+from ptl_wsgi.htmlcontext import TEXT, ContextError, advance, escaper_for, plan, settle
 
 
 def render(body: str, *args: Any) -> str:
@@ -88,3 +88,52 @@ COMMON_JS = [
 @pytest.mark.parametrize("body", COMMON_JS)
 def test_common_javascript_still_compiles(body: str) -> None:
     assert " 1 " in render(body, 1) or "1" in render(body, 1)
+
+
+# -- 5. tokens cut at a literal's end ---------------------------------------------------------
+
+
+def test_an_end_tag_split_across_literals_is_read_as_the_browser_reads_it() -> None:
+    out = render("'<script>var t = 1 </script'\n    'a>/; var u = %s;</script>' % v", "alert(1)")
+    assert 'var u =  "alert(1)" ;' in out, out
+
+
+# Markup whose tokens a literal's end may cut anywhere: every split gives the context of
+# the whole, or is refused (never a context the browser is not in).
+SPLIT = [
+    "<script>var t = 1 </scripta>/; var u = ",
+    "<script>var t = 1 </script >",
+    "<script>a = 1; <!-- x\nb = 2;\n--> y\nvar u = ",
+    "<title>a </titlex><a href='",
+    "<textarea></textarea b><a href='",
+    "<style>p { } </stylex> p { color: ",
+    "<svg><script><![CDATA[ var s = '&quot;' ]]> var t = '",
+    "<svg><script><![CDATA[ a = b[c[0]] ]]> var t = &quot;",
+    "<svg><![CDATA[ x ]] ]]><a href='",
+    "<p>a </p><a href='",
+    "<!-- a -- b --><a href='",
+    "<a href='/x' onclick='go(&quot;a&quot;)' title='",
+    "<script>if (x) { y = 1 } //c\nvar s = '",
+    "<script>n --> 0; /a/.test(x); var s = '",
+]
+
+
+@pytest.mark.parametrize("markup", SPLIT)
+def test_a_literal_may_end_anywhere(markup: str) -> None:
+    whole = settle(advance(TEXT, markup))
+    refusals = 0
+    for i in range(1, len(markup)):
+        try:
+            split = settle(advance(advance(TEXT, markup[:i]), markup[i:]))
+        except ContextError:
+            refusals += 1
+            continue
+        assert split == whole, (markup[:i], markup[i:])
+    assert refusals <= 4  # (safe: a '-->' cut from the code before it on its line)
+
+
+def test_an_escaped_script_tag_cut_by_a_value_is_refused() -> None:
+    # "<!--<script" then a value (its own spaces) would put the tokenizer where
+    # "</script>" no longer ends the script.
+    with pytest.raises(ContextError):
+        plan(("<script>a = 1 <!--<script", " -->;</script>"))
