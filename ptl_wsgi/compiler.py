@@ -101,7 +101,7 @@ _CONTEXT_HELPERS = (
 _INT_SAFE = frozenset(
     {
         "text", "url", "url_path", "url_slash", "url_query", "srcset", "js_string", "css",
-        "css_string", "srcdoc", "url_list",
+        "css_string", "srcdoc", "url_list", "json_string",
     }
 )  # fmt: skip
 

@@ -220,6 +220,11 @@ def _js_string(text: str) -> str:
     return _JS_STRING_UNSAFE.sub(_js_char, text)
 
 
+def _json_string(text: str) -> str:
+    """Inside a string of a JSON script: ``\\uXXXX`` escapes, valid in JSON and in JS."""
+    return _JS_STRING_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _js_regexp(text: str) -> str:
     """Inside a JS regular expression: *text* matches itself; empty is "(?:)" (not "//")."""
     if not text:
@@ -245,6 +250,31 @@ def _js_value(value: Any) -> str:
             text = json.dumps(str(value), ensure_ascii=False)
     text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return f" {text} "
+
+
+def _json_value(value: Any) -> str:
+    """In a JSON script: the value as JSON (NaN and the infinities, not JSON, as null)."""
+    import json
+
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+        )
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return f" {text} "
+
+
+def _finite(value: Any) -> Any:
+    """*value* with every float that is not finite (in lists, tuples, dicts) as None."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
 
 
 # CSS: only values that cannot leave a value or load anything (Go's filter, stricter).
@@ -293,6 +323,7 @@ _BASES: dict[str, Callable[[str], str]] = {
     "srcset": _srcset,
     "url_list": _url_list,
     "js_string": _js_string,
+    "json_string": _json_string,
     "js_regexp": _js_regexp,
     "css": _css,
     "css_string": _css_string,
@@ -345,12 +376,14 @@ def _unsafe_url() -> str:
     return UNSAFE_URL
 
 
-def _compose_js_value(layer: Callable[[str], str]) -> Escaper:
+def _compose_js_value(
+    layer: Callable[[str], str], encode: Callable[[Any], str] = _js_value
+) -> Escaper:
     def escape(value: Any) -> Any:
         markup = _markup(value)
         if markup is not None:
             return markup
-        return htmltext(layer(_js_value(value)))
+        return htmltext(layer(encode(value)))
 
     return escape
 
@@ -398,6 +431,8 @@ def _build() -> dict[str, Escaper]:
         name = f"js_value_{layer_name}" if layer_name else "js_value"
         escapers[name] = _compose_js_value(layer)
         escapers[name].__name__ = escapers[name].__qualname__ = name
+    escapers["json_value"] = _compose_js_value(_identity, _json_value)  # (script bodies only)
+    escapers["json_value"].__name__ = escapers["json_value"].__qualname__ = "json_value"
     escapers["attr_name"] = _attr_name
     escapers["tag_attrs"] = _tag_attrs
     return escapers

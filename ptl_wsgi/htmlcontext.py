@@ -79,6 +79,8 @@ S_CSS_LINE_CMT = "css_line_comment"
 # Attribute kinds
 K_PLAIN, K_URL, K_SRCSET, K_JS, K_CSS, K_HTML = "plain", "url", "srcset", "js", "css", "html"
 K_URL_LIST = "url_list"  # SVG animation "values": ";"-separated, each item may be a URL
+# A <script>'s type: its literal value is kept (in Context.kind) to tell what the body is.
+K_NOTE = "note"
 
 # URL parts (sub of S_URL and the CSS url states)
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
@@ -107,7 +109,10 @@ class Context(NamedTuple):
     depths of the ``${`` of JS template literals being parsed; *foreign* the
     SVG or MathML element whose content this is (none of its elements is raw
     text, and references are decoded in its scripts); *escaped* that a script's
-    raw text has an open ``<!--``, after which ``<script`` is refused.
+    raw text has an open ``<!--``, after which ``<script`` is refused; *kind*, in a
+    ``<script>`` start tag, the literal value of its ``type`` after ``=`` (``?``
+    when a value is in it), and in a script's body ``json`` where values get
+    escapes valid in JSON (a JSON type, or a type the engine cannot know).
     """
 
     state: str = S_TEXT
@@ -119,6 +124,7 @@ class Context(NamedTuple):
     stack: tuple[int, ...] = ()
     foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
     escaped: bool = False  # in a <script> after "<!--" (the tokenizer's escaped state)
+    kind: str = ""  # a script tag's type ("=value", "?"); "json" in a JSON script's body
 
 
 TEXT = Context()
@@ -352,9 +358,10 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     _refuse_odd_space(name)
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
-    return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
-        len(name) :
-    ]
+    kind = attribute_kind(name)
+    if ctx.element == "script" and not ctx.kind and name.lower() == "type":
+        kind = K_NOTE  # (only the first type attribute counts)
+    return ctx._replace(state=S_AFTER_NAME, attr=kind, sub=""), stripped[len(name) :]
 
 
 def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
@@ -364,7 +371,8 @@ def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx._replace(sub="space" if stripped != text else ctx.sub), ""
     if stripped[0] == "=":
         return ctx._replace(state=S_BEFORE_VALUE, sub=""), stripped[1:]
-    return ctx._replace(state=S_TAG, attr="", sub=""), stripped
+    kind = "=" if ctx.attr == K_NOTE else ctx.kind  # a type attribute with no value
+    return ctx._replace(state=S_TAG, attr="", sub="", kind=kind), stripped
 
 
 def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
@@ -381,7 +389,7 @@ def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _value_start(ctx: Context, delim: str) -> Context:
     kind = ctx.attr
-    base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign)
+    base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign, kind=ctx.kind)
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
     if kind in (K_SRCSET, K_URL_LIST):
@@ -401,8 +409,45 @@ def _content_start(tag: Context, closed: bool) -> Context:
     state = _CONTENT.get(element)
     if state is None:
         return _text_of(tag)
+    kind = ""
+    if element == "script" and not tag.foreign:
+        kind = _script_kind(tag.kind)
+        if kind == "data":
+            # A data block, not run (text/template, text/html, ...): its text is data
+            # (HTML-escaped), and it still ends only where a script ends.
+            return Context(S_RCDATA, element=element)
     sub = J_REGEXP if state == S_JS else ""
-    return Context(state, element=element, sub=sub, foreign=tag.foreign)
+    return Context(state, element=element, sub=sub, foreign=tag.foreign, kind=kind)
+
+
+# A script's type (its type attribute, ASCII spaces stripped, lowercased, parameters
+# dropped): JavaScript as the HTML standard lists its MIME types (and "module"), JSON
+# (values get escapes valid in JSON and JavaScript); any other type is a data block
+# the browser does not run.
+_JS_TYPES = frozenset(
+    {
+        "", "module", "application/ecmascript", "application/javascript",
+        "application/x-ecmascript", "application/x-javascript", "text/ecmascript",
+        "text/javascript", "text/javascript1.0", "text/javascript1.1", "text/javascript1.2",
+        "text/javascript1.3", "text/javascript1.4", "text/javascript1.5", "text/jscript",
+        "text/livescript", "text/x-ecmascript", "text/x-javascript",
+    }
+)  # fmt: skip
+_JSON_TYPES = frozenset(
+    {"application/json", "application/ld+json", "text/json", "importmap", "speculationrules"}
+)
+
+
+def _script_kind(note: str) -> str:
+    """The body of a script whose type attribute was *note*: "", "json" or "data"."""
+    if note == "?":
+        return "json"  # a value in the type: JSON's escapes are valid in both
+    mime = note[1:].partition(";")[0].strip(_SPACE).lower()
+    if mime in _JS_TYPES:
+        return ""
+    if mime in _JSON_TYPES or mime.endswith("+json"):
+        return "json"
+    return "data"
 
 
 _HTML = {
@@ -435,13 +480,17 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         end = after = cut
     inner = ctx._replace(delim="")
     value = unescape(text[:end]) if "&" in text[:end] else text[:end]
-    if ctx.attr == K_HTML:
-        # srcdoc: its decoded text so far (a document of its own, checked at each value).
+    if ctx.attr in (K_HTML, K_NOTE):
+        # srcdoc: its decoded text so far (a document of its own, checked at each value);
+        # a script's type: its text so far ("\0" for a value).
         inner = inner._replace(sub=inner.sub + value)
     inner = _content(inner, value)
     if end == len(text):
         return inner._replace(delim=ctx.delim, pending=held), ""
-    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign), text[after:]
+    kind = ctx.kind
+    if ctx.attr == K_NOTE:
+        kind = "?" if "\0" in inner.sub else "=" + inner.sub
+    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind), text[after:]
 
 
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
@@ -982,7 +1031,13 @@ def _base(ctx: Context) -> str:
                 "attribute or a <script>, or a data: URL with a literal image type"
             )
         return _URL_BASES.get(ctx.sub, "url_query")
+    if ctx.kind == "json":
+        return _JSON_BASES.get(_BASES[state], _BASES[state])
     return _BASES[state]
+
+
+# In a JSON script (or one whose type is not known): escapes valid in JSON and JavaScript.
+_JSON_BASES = {"js_string": "json_string", "js_value": "json_value"}
 
 
 def _check_srcdoc(document: str) -> None:
@@ -1027,6 +1082,8 @@ def after_value(ctx: Context) -> Context:
         return ctx
     if state == S_JS:
         return ctx._replace(sub=J_DIVOP)
+    if state == S_ATTR and ctx.attr == K_NOTE:
+        return ctx._replace(sub=ctx.sub + "\0")  # a script's type the engine cannot know
     return ctx
 
 
@@ -1151,6 +1208,7 @@ _KINDS = {
     K_JS: "event handler ",
     K_CSS: "style ",
     K_HTML: "srcdoc ",
+    K_NOTE: "script type ",
 }
 
 

@@ -8,6 +8,8 @@ type of a ``<script>`` (JSON, data blocks); tokens cut at a literal's end.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -88,6 +90,62 @@ COMMON_JS = [
 @pytest.mark.parametrize("body", COMMON_JS)
 def test_common_javascript_still_compiles(body: str) -> None:
     assert " 1 " in render(body, 1) or "1" in render(body, 1)
+
+
+# -- 4. the type of a script ----------------------------------------------------------------
+
+JSON_TYPES = ["application/ld+json", "application/json", " importmap ", "speculationrules"]
+
+
+@pytest.mark.parametrize("kind", JSON_TYPES)
+def test_values_in_json_scripts_keep_the_json_valid(kind: str) -> None:
+    string = "a\"b/c'd</script>\u2028\\e`${x}"
+    value = {"k": ["</script>", 1.5, None, True], "q": "'\""}
+    out = render(
+        f'f\'<script type="{kind}">{{{{"s": "{{v}}", "v": {{w}}}}}}</script>\'', string, value
+    )
+    body = re.fullmatch(r"<script[^>]*>(.*)</script>", out, re.DOTALL)
+    assert body is not None, out
+    assert json.loads(body.group(1)) == {"s": string, "v": value}
+    assert "</script" not in body.group(1) and "<!--" not in body.group(1)
+
+
+def test_a_json_value_that_is_not_json_in_python_is_null() -> None:
+    out = render("f'<script type=application/json>[{v}]</script>'", float("nan"))
+    assert json.loads(out[len("<script type=application/json>") : -len("</script>")]) == [None]
+
+
+@pytest.mark.parametrize(
+    "kind", ["text/template", "text/x-handlebars-template", "text/html", "text/plain", "x"]
+)
+def test_data_blocks_are_text(kind: str) -> None:
+    out = render(f'f\'<script type="{kind}"><p title="{{v}}">{{v}}</p></script>\'', '"<b>')
+    assert out == f'<script type="{kind}"><p title="&quot;&lt;b&gt;">&quot;&lt;b&gt;</p></script>'
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["", "module", "text/javascript", "TEXT/JavaScript ", "application/ecmascript",
+     "text/javascript1.5", "text/jscript", "text/livescript", "application/x-javascript"],
+)  # fmt: skip
+def test_javascript_types_are_javascript(kind: str) -> None:
+    out = render(f'f\'<script type="{kind}">var s = "{{v}}", n = {{v}};</script>\'', '"')
+    assert f'<script type="{kind}">var s = "\\x22", n =  "\\"" ;</script>' == out
+
+
+def test_a_script_whose_type_is_a_value_gets_escapes_valid_in_json_and_javascript() -> None:
+    out = render('f\'<script type="{w}">var s = "{v}";</script>\'', "'\"/", "application/json")
+    assert out == '<script type="application/json">var s = "\\u0027\\u0022\\u002f";</script>'
+
+
+def test_only_the_first_type_attribute_counts() -> None:
+    out = render("f'<script type=text/template type=module><b>{v}</b></script>'", "<i>")
+    assert out.endswith("<b>&lt;i&gt;</b></script>")
+
+
+def test_a_data_block_still_ends_only_where_a_script_ends() -> None:
+    with pytest.raises(SyntaxError, match="'<script' after '<!--'"):
+        render("f'<script type=text/template><!-- <script></script>{v}</script>'", "x")
 
 
 # -- 5. tokens cut at a literal's end ---------------------------------------------------------
