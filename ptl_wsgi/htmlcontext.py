@@ -111,8 +111,13 @@ class Context(NamedTuple):
     text, and references are decoded in its scripts); *escaped* that a script's
     raw text has an open ``<!--``, after which ``<script`` is refused; *kind*, in a
     ``<script>`` start tag, the literal value of its ``type`` after ``=`` (``?``
-    when a value is in it), and in a script's body ``json`` where values get
-    escapes valid in JSON (a JSON type, or a type the engine cannot know).
+    when a value is in it; in an ``<annotation-xml>`` tag, of its ``encoding``),
+    and in a script's body ``json`` where values get escapes valid in JSON (a
+    JSON type, or a type the engine cannot know).  *nest* is the stack of
+    elements open inside the outermost ``<svg>`` or ``<math>`` (each
+    ``namespace:name``; ``html:`` ones inside an HTML integration point such as
+    ``<foreignObject>``), from which *foreign* follows; *cdata* that the text is
+    in a ``<![CDATA[`` section, where nothing is decoded and ``]]>`` ends it.
     """
 
     state: str = S_TEXT
@@ -125,6 +130,8 @@ class Context(NamedTuple):
     foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
     escaped: bool = False  # in a <script> after "<!--" (the tokenizer's escaped state)
     kind: str = ""  # a script tag's type ("=value", "?"); "json" in a JSON script's body
+    nest: tuple[str, ...] = ()  # open elements of <svg>/<math> ("svg:g", "html:p"), outermost first
+    cdata: bool = False  # in a CDATA section (of SVG or MathML content)
 
 
 TEXT = Context()
@@ -281,6 +288,12 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
         rest = text[i + 1 :]
         if rest == "" or rest in ("/", "!", "!-"):
             return ctx._replace(pending=text[i:]), ""
+        if _cdata_allowed(ctx.nest) and rest.startswith("!["):
+            # In SVG or MathML (not in an HTML element there) "<![CDATA[" opens a section.
+            if rest.startswith("![CDATA["):
+                return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest, cdata=True), rest[8:]
+            if "![CDATA[".startswith(rest):
+                return ctx._replace(pending=text[i:]), ""
         first = rest[0]
         if first.isascii() and first.isalpha():
             match = _TAG_NAME.match(rest)
@@ -290,12 +303,11 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
             _refuse_odd_space(name)
             name = name.lower()
-            foreign = "" if name in _BREAKOUT else ctx.foreign
-            if foreign:
-                element = name if name in ("script", "style") else ""
-            else:
-                element = name if name in _CONTENT or name in _FOREIGN else ""
-            return Context(S_TAG, element=element, foreign=foreign), rest[len(name) :]
+            # Which element it opens (and its namespace) is decided at its ">".
+            element = name if ctx.nest or name in _CONTENT or name in _FOREIGN else ""
+            return Context(S_TAG, element=element, foreign=ctx.foreign, nest=ctx.nest), rest[
+                len(name) :
+            ]
         if first == "/":
             if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
                 match = _TAG_NAME.match(rest, 1)
@@ -303,19 +315,120 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 name = match.group()
                 if 1 + len(name) == len(rest):
                     return ctx._replace(pending=text[i:]), ""
-                foreign = "" if name.lower() == ctx.foreign else ctx.foreign
-                return Context(S_TAG, foreign=foreign), rest[1 + len(name) :]
+                nest = _close(ctx.nest, name.lower())
+                return Context(S_TAG, foreign=_foreign_of(nest), nest=nest), rest[1 + len(name) :]
             if rest.startswith("/>"):
                 i = text.find("<", i + 3)
                 continue
             # </ followed by junk: a bogus comment
-            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
+            return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest), rest[1:]
         if rest.startswith("!--"):
-            return Context(S_COMMENT, sub="open", foreign=ctx.foreign), rest[3:]
+            return Context(S_COMMENT, sub="open", foreign=ctx.foreign, nest=ctx.nest), rest[3:]
         if first in "!?":
-            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
+            return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest), rest[1:]
         i = text.find("<", i + 1)
     return ctx, ""
+
+
+# -- foreign content (SVG, MathML) -------------------------------------------------------
+#
+# As the HTML tree builder does: inside <svg> or <math> every element is an element of
+# that namespace (none is raw text; references are decoded in a <script>), except in an
+# HTML integration point, whose start tags and text follow HTML's rules again (a
+# <script> there is HTML's, raw text); the breakout start tags (<p>, <div>, ...) close
+# the foreign elements.  The engine follows every element opened there (Context.nest),
+# and refuses what it cannot follow: an end tag that closes none of them (the browser
+# may close the <svg> with it), an HTML element left open at an integration point's end.
+
+_INTEGRATION_POINTS = frozenset(
+    {"svg:foreignobject", "svg:desc", "svg:title", "math:annotation-xml/html"}
+    | {f"math:{name}" for name in ("mi", "mo", "mn", "ms", "mtext")}
+)
+_VOID = frozenset(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
+    "param source track wbr".split()
+)
+
+
+def _foreign_of(nest: tuple[str, ...]) -> str:
+    """The namespace whose rules the next start tag follows ("svg", "math"), or "" (HTML)."""
+    if not nest:
+        return ""
+    top = nest[-1]
+    namespace = top.partition(":")[0]
+    return "" if namespace == "html" or top in _INTEGRATION_POINTS else namespace
+
+
+def _cdata_allowed(nest: tuple[str, ...]) -> bool:
+    """Whether "<![CDATA[" opens a section: the current element is SVG's or MathML's."""
+    return bool(nest) and not nest[-1].startswith("html:")
+
+
+def _open(nest: tuple[str, ...], name: str, note: str, closed: bool) -> tuple[tuple[str, ...], str]:
+    """The open elements after the start tag *name* and the new element's namespace."""
+    top = nest[-1] if nest else ""
+    if _foreign_of(nest):
+        if name in _BREAKOUT:
+            while _foreign_of(nest):
+                nest = nest[:-1]
+            return _open(nest, name, note, closed)
+        if name == "font":
+            raise ContextError(
+                "<font> inside <svg> or <math> ends the foreign content or not by its "
+                "attributes (color, face, size), which the engine does not follow; use "
+                "<text> or CSS"
+            )
+        if name == "svg" and top == "math:annotation-xml":
+            namespace = "svg"
+        else:
+            namespace = top.partition(":")[0]
+    elif (
+        top in _INTEGRATION_POINTS
+        and top.startswith("math:m")
+        and name
+        in (
+            "mglyph",
+            "malignmark",
+        )
+    ):
+        namespace = "math"
+    elif name in _FOREIGN:
+        namespace = name
+    else:
+        if nest and name not in _VOID:
+            nest = (*nest, f"html:{name}")  # (followed inside an integration point only)
+        return nest, "html"
+    if closed:
+        return nest, namespace  # "<circle/>": self-closing, as foreign elements may be
+    entry = f"{namespace}:{name}"
+    if entry == "math:annotation-xml":
+        if note == "?":
+            raise ContextError(
+                "a value in the encoding of <annotation-xml> decides whether its content "
+                "is HTML or MathML, which the engine cannot know; write the encoding"
+            )
+        if note[1:].lower() in ("text/html", "application/xhtml+xml"):
+            entry += "/html"
+    return (*nest, entry), namespace
+
+
+def _close(nest: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """The open elements after the end tag *name*; refused where the engine cannot follow it."""
+    if not nest:
+        return nest  # HTML, outside SVG and MathML
+    for i in range(len(nest) - 1, -1, -1):
+        namespace, _, tag = nest[i].partition(":")
+        if namespace == "html":
+            if i == len(nest) - 1 and tag == name:
+                return nest[:i]
+            break  # (HTML's rules, which may close elements the engine does not see)
+        if tag.partition("/")[0] == name and name not in ("br", "p"):
+            return nest[:i]
+    raise ContextError(
+        f"the end tag </{name}> inside <svg> or <math> does not close the element opened "
+        "last there (the browser may close more with it, or ignore it); close each element "
+        "there, and each HTML element in a <foreignObject>, in the order it was opened"
+    )
 
 
 def _comment(ctx: Context, text: str) -> tuple[Context, str]:
@@ -335,10 +448,16 @@ def _comment(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _text_of(ctx: Context) -> Context:
     """Text, in the foreign content *ctx* is in, if any."""
-    return Context(foreign=ctx.foreign) if ctx.foreign else TEXT
+    return Context(foreign=_foreign_of(ctx.nest), nest=ctx.nest) if ctx.nest else TEXT
 
 
 def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
+    if ctx.cdata:
+        i = text.find("]]>")
+        if i < 0:
+            tail = min(2, len(text) - len(text.rstrip("]")))  # "]]" may end it next
+            return ctx._replace(pending=text[len(text) - tail :] if tail else ""), ""
+        return _text_of(ctx), text[i + 3 :]
     i = text.find(">")
     return (ctx, "") if i < 0 else (_text_of(ctx), text[i + 1 :])
 
@@ -346,7 +465,7 @@ def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
 def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     stripped = text.lstrip(_SPACE + "/")
     if not stripped:
-        if ctx.element in _FOREIGN and text.endswith("/"):
+        if ctx.element and text.endswith("/"):
             return ctx._replace(pending="/"), ""  # "<svg/" then ">": self-closing
         return ctx, ""
     if stripped[0] == ">":
@@ -359,8 +478,9 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
     kind = attribute_kind(name)
-    if ctx.element == "script" and not ctx.kind and name.lower() == "type":
-        kind = K_NOTE  # (only the first type attribute counts)
+    noted = {"script": "type", "annotation-xml": "encoding"}.get(ctx.element)
+    if noted is not None and not ctx.kind and name.lower() == noted:
+        kind = K_NOTE  # (only the first such attribute counts)
     return ctx._replace(state=S_AFTER_NAME, attr=kind, sub=""), stripped[len(name) :]
 
 
@@ -389,7 +509,14 @@ def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _value_start(ctx: Context, delim: str) -> Context:
     kind = ctx.attr
-    base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign, kind=ctx.kind)
+    base = Context(
+        delim=delim,
+        attr=kind,
+        element=ctx.element,
+        foreign=ctx.foreign,
+        kind=ctx.kind,
+        nest=ctx.nest,
+    )
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
     if kind in (K_SRCSET, K_URL_LIST):
@@ -404,20 +531,25 @@ def _value_start(ctx: Context, delim: str) -> Context:
 def _content_start(tag: Context, closed: bool) -> Context:
     """The context after the ``>`` of a start tag whose context was *tag*."""
     element = tag.element
-    if element in _FOREIGN:
-        return Context(foreign="" if closed else element)
+    if not element:
+        return _text_of(tag)  # (an end tag, or an element of no interest)
+    nest, namespace = _open(tag.nest, element, tag.kind, closed)
+    text = Context(foreign=_foreign_of(nest), nest=nest)
     state = _CONTENT.get(element)
-    if state is None:
-        return _text_of(tag)
+    if state is None or (namespace != "html" and (closed or element not in ("script", "style"))):
+        return text  # (in SVG and MathML no element is raw text)
     kind = ""
-    if element == "script" and not tag.foreign:
+    if element == "script":
         kind = _script_kind(tag.kind)
+        if kind == "data" and namespace != "html":
+            return text  # an SVG data block: elements and text, not run
         if kind == "data":
             # A data block, not run (text/template, text/html, ...): its text is data
             # (HTML-escaped), and it still ends only where a script ends.
-            return Context(S_RCDATA, element=element)
+            return Context(S_RCDATA, element=element, nest=nest)
     sub = J_REGEXP if state == S_JS else ""
-    return Context(state, element=element, sub=sub, foreign=tag.foreign, kind=kind)
+    foreign = "" if namespace == "html" else namespace
+    return Context(state, element=element, sub=sub, foreign=foreign, kind=kind, nest=nest)
 
 
 # A script's type (its type attribute, ASCII spaces stripped, lowercased, parameters
@@ -490,11 +622,15 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     kind = ctx.kind
     if ctx.attr == K_NOTE:
         kind = "?" if "\0" in inner.sub else "=" + inner.sub
-    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind), text[after:]
+    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind, nest=ctx.nest), text[
+        after:
+    ]
 
 
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     """Parse *text* in the content of a special element, up to its end tag."""
+    if ctx.foreign:
+        return _in_foreign_element(ctx, text, final)
     match = _END_TAGS[ctx.element].search(text)
     if match is not None and match.end() == len(text) and not final:
         match = None  # "</script" at a literal's end: the next one says if it is an end tag
@@ -508,6 +644,51 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
     return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
+
+
+def _in_foreign_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
+    """Parse *text* in an SVG or MathML ``<script>`` or ``<style>``: markup, not raw text.
+
+    References are decoded (not in a CDATA section, whose text is the script's as
+    it is, up to ``]]>``), and the end tag ends it; any other markup there (an
+    element, a comment) would be a node of its own: refused.
+    """
+    if ctx.cdata:
+        end = text.find("]]>")
+        if end >= 0:
+            return _content(ctx, text[:end])._replace(cdata=False), text[end + 3 :]
+        held = ""
+        if not final:
+            cut = _last_word(text)  # (holds a "]]" the next literal may end with ">")
+            text, held = text[:cut], text[cut:]
+        return _content(ctx, text)._replace(pending=held), ""
+    i = text.find("<")
+    while i >= 0:
+        rest = text[i + 1 :]
+        end_tag = _END_TAGS[ctx.element].match(text, i)
+        if end_tag is not None and (end_tag.end() < len(text) or final):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return _text_of(ctx), text[i:]  # the end tag itself is parsed as text
+        if rest.startswith("![CDATA["):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return ctx._replace(cdata=True), rest[8:]
+        if not final and (
+            "![CDATA[".startswith(rest) or f"/{ctx.element}".startswith(rest.lower())
+        ):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return ctx._replace(pending=text[i:]), ""  # the next literal decides
+        if rest[:1].isascii() and (rest[:1].isalpha() or rest[:1] in "/!?"):
+            raise ContextError(
+                f"markup inside an SVG or MathML <{ctx.element}> (elements and comments "
+                "there are nodes of their own, not its text); write '<' as '&lt;', or put "
+                "the code in a <![CDATA[ ... ]]> section"
+            )
+        i = text.find("<", i + 1)
+    held = ""
+    if not final:
+        cut = _last_word(text)
+        text, held = text[:cut], text[cut:]
+    return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
 
 
 _SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE)
@@ -968,6 +1149,11 @@ def escaper_for(ctx: Context) -> str | None:
     state = ctx.state
     if state in (S_TEXT, S_RCDATA):
         return None
+    if state == S_BOGUS and ctx.cdata:
+        raise ContextError(
+            "no value may go in a CDATA section outside a <script> or <style> (nothing is "
+            "decoded there: HTML escaping would show); put it in an element's text"
+        )
     if state == S_BOGUS:
         raise ContextError("no value may go inside <!...> or <?...> (a doctype or bogus comment)")
     if state == S_COMMENT:
@@ -1002,7 +1188,10 @@ def _refuse_open_reference(ctx: Context) -> None:
     too, but to one character of data, which is harmless there.
     """
     decoded = ctx.delim or (
-        ctx.foreign and ctx.element and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
+        ctx.foreign
+        and ctx.element
+        and not ctx.cdata
+        and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
     )
     if decoded and ctx.pending and _OPEN_REFERENCE.search(ctx.pending):
         raise ContextError(

@@ -92,6 +92,105 @@ def test_common_javascript_still_compiles(body: str) -> None:
     assert " 1 " in render(body, 1) or "1" in render(body, 1)
 
 
+# -- 3. SVG and MathML --------------------------------------------------------------------
+
+# The common helper that turns quotes into &quot; before a value: where the browser does
+# not decode references (CDATA, HTML's raw text) the "&quot;" is three characters of a
+# string that ends, and the value lands in an expression.
+QUOT = 'var t = s.replace(/"/g, "&quot;"); var x = {v};'
+HOSTILE = '";alert(1);x="'
+
+FOREIGN_SCRIPTS = {
+    "CDATA in an SVG script": f"<svg><script><![CDATA[ {QUOT} ]]></script></svg>",
+    "script in foreignObject": f"<svg><foreignObject><script>{QUOT}</script></foreignObject></svg>",
+    "script in desc": f"<svg><desc><script>{QUOT}</script></desc></svg>",
+    "script in mtext": f"<math><mtext><script>{QUOT}</script></mtext></math>",
+    "script in mi, nested": f"<math><mrow><mi><script>{QUOT}</script></mi></mrow></math>",
+    "script in annotation-xml text/html": (
+        f'<math><annotation-xml encoding="Text/HTML"><script>{QUOT}</script>'
+        "</annotation-xml></math>"
+    ),
+    "script in annotation-xml xhtml": (
+        f"<math><annotation-xml encoding=application/xhtml+xml><script>{QUOT}</script>"
+        "</annotation-xml></math>"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_SCRIPTS))
+def test_scripts_parsed_as_html_inside_foreign_content(name: str) -> None:
+    out = render(f"f'{FOREIGN_SCRIPTS[name]}'", HOSTILE)
+    assert 'var x =  "\\";alert(1);x=\\"" ;' in out, out
+
+
+DECODED_SCRIPTS = {
+    # Foreign content again: references are decoded, "&quot;" is a quote.
+    "after foreignObject": (
+        f"<svg><foreignObject><p>x</p></foreignObject><script>{QUOT}</script></svg>"
+    ),
+    "after CDATA": f"<svg><script><![CDATA[ ]]>{QUOT}</script></svg>",
+    "in an inner svg": f"<svg><svg></svg><script>{QUOT}</script></svg>",
+    "MathML svg, its foreignObject": f"<math><svg><foreignObject><script>{QUOT}</script></math>",
+    "annotation-xml of another type": (
+        f'<math><annotation-xml encoding="image/svg+xml"><script>{QUOT}</script></math>'
+    ),
+    "mglyph in mi": f"<math><mi><mglyph><script>{QUOT}</script></mglyph></mi></math>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECODED_SCRIPTS))
+def test_scripts_of_foreign_content_decode_references(name: str) -> None:
+    # The value is in a string: the browser decoded "&quot;" and opened one.
+    out = render(f"f'{DECODED_SCRIPTS[name]}'", HOSTILE)
+    assert "var x = \\x22;alert(1);x=\\x22;" in out, out
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        ("<svg><foreignObject><title><a href='", None),  # HTML's <title>: RCDATA
+        ("<svg><foreignObject><textarea><a href='", None),
+        ("<svg><foreignObject><style>p { color: ", "css"),
+        ("<svg><foreignObject></foreignObject><title><a href='", "url_q"),  # SVG's again
+        ("<svg><title><a href='", "url_q"),
+        ("<svg><desc><p></p></desc><title><a href='", "url_q"),
+        ("<svg><foreignObject><div><svg><title><a href='", "url_q"),
+        ("<svg><foreignObject><div><svg></svg></div><title><a href='", None),
+        ("<math><mi><title><a href='", None),
+        ("<math><mi></mi><title><a href='", "url_q"),
+        ("<svg><script><![CDATA[ var s = '", "js_string"),
+        ("<svg><script><![CDATA[ var s = &quot;", "js_value"),
+        ("<svg><g><p><title><a href='", None),  # <p> breaks out of SVG
+    ],
+)
+def test_foreign_content_and_integration_points(markup: str, expected: str | None) -> None:
+    assert escaper(markup) == expected
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<math><annotation-xml encoding="{w}"><script>var x = {v};</script></annotation-xml>',
+        "<svg><foreignObject><span></foreignObject><script>var x = {v};</script></svg>",
+        "<div><svg><g></div><script>var x = {v};</script></svg>",
+        "<svg><font color=red></font><script>var x = {v};</script></svg>",
+    ],
+)
+def test_foreign_nesting_the_engine_cannot_follow_is_refused(markup: str) -> None:
+    with pytest.raises(SyntaxError):
+        render(f"f'{markup}'", "x", "text/html")
+
+
+def test_no_value_goes_in_a_cdata_section_outside_a_script() -> None:
+    assert refused("f'<svg><![CDATA[ {v} ]]></svg>'")
+    assert refused("f'<svg><foreignObject><![CDATA[ {v} ]]></foreignObject></svg>'")
+
+
+def test_a_value_in_a_cdata_section_of_an_svg_script_cannot_end_it() -> None:
+    out = render("f'<svg><script><![CDATA[ var s = \"{v}\", n = {v}; ]]></script></svg>'", "]]>")
+    assert "]]>" not in out.replace("; ]]></script>", "")
+
+
 # -- 4. the type of a script ----------------------------------------------------------------
 
 JSON_TYPES = ["application/ld+json", "application/json", " importmap ", "speculationrules"]
