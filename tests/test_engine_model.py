@@ -272,6 +272,11 @@ SPLIT = [
     "<a href='/x' onclick='go(&quot;a&quot;)' title='",
     "<script>if (x) { y = 1 } //c\nvar s = '",
     "<script>n --> 0; /a/.test(x); var s = '",
+    "<script>var m = (a + b) / 2; var s = '",
+    '<script type=\'application/ld+json\'>{"a": "',
+    "<svg><foreignObject><p>x</p><script>var s = '",
+    "<math><annotation-xml encoding='text/html'><title><a href='",
+    "<svg><desc></desc><title><a href='",
 ]
 
 
