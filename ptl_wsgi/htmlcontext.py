@@ -1247,14 +1247,14 @@ def after_value(ctx: Context) -> Context:
     """The context after a value inserted in *ctx* (a valid place for one)."""
     if ctx.pending and ctx.state == S_TEXT and _TAG_START.fullmatch(ctx.pending):
         after_tag, _ = _text(_text_of(ctx), ctx.pending + " ")
-        return after_tag._replace(state=S_AFTER_NAME, attr=K_PLAIN)
+        return _unknown_note(after_tag._replace(state=S_AFTER_NAME, attr=K_PLAIN))
     ctx = settle(ctx)
     if ctx.pending and ctx.state == S_COMMENT:
         return ctx._replace(pending="")
     state = ctx.state
     if state in (S_TAG, S_AFTER_NAME):
         # The attribute-name filter lets only names of plain attributes through.
-        return ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub="")
+        return _unknown_note(ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub=""))
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
@@ -1274,6 +1274,14 @@ def after_value(ctx: Context) -> Context:
     if state == S_ATTR and ctx.attr == K_NOTE:
         return ctx._replace(sub=ctx.sub + "\0")  # a script's type the engine cannot know
     return ctx
+
+
+def _unknown_note(tag: Context) -> Context:
+    """*tag* after attribute names given by a value: a script's type (or an annotation-xml's
+    encoding) is not known if it was not written before them (a "type" there counts)."""
+    if tag.element in ("script", "annotation-xml") and not tag.kind:
+        return tag._replace(kind="?")
+    return tag
 
 
 def after_number(ctx: Context) -> Context:

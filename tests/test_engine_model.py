@@ -237,6 +237,19 @@ def test_a_script_whose_type_is_a_value_gets_escapes_valid_in_json_and_javascrip
     assert out == '<script type="application/json">var s = "\\u0027\\u0022\\u002f";</script>'
 
 
+@pytest.mark.parametrize(
+    "tag", ["<script {w} type=text/template>", "<script{w} type=text/template>"]
+)
+def test_a_value_among_a_scripts_attributes_makes_its_type_unknown(tag: str) -> None:
+    # "type" from the value is the first type attribute: empty, so the script runs.
+    out = render(f"f'{tag}var x = {{v}};</script>'", "alert(1)", "type")
+    assert 'var x =  "alert(1)" ;' in out, out
+
+
+def test_a_value_among_the_attributes_of_an_annotation_xml_is_refused() -> None:
+    assert refused("f'<math><annotation-xml {w}=text/html><script>{v}</script></math>'")
+
+
 def test_only_the_first_type_attribute_counts() -> None:
     out = render("f'<script type=text/template type=module><b>{v}</b></script>'", "<i>")
     assert out.endswith("<b>&lt;i&gt;</b></script>")
