@@ -545,8 +545,9 @@ def _content_start(tag: Context, closed: bool) -> Context:
             return text  # an SVG data block: elements and text, not run
         if kind == "data":
             # A data block, not run (text/template, text/html, ...): its text is data
-            # (HTML-escaped), and it still ends only where a script ends.
-            return Context(S_RCDATA, element=element, nest=nest)
+            # (HTML-escaped), and it still ends only where a script ends; the HTML it may
+            # be rendered as (since the last point back in text) is kept in sub.
+            return Context(S_RCDATA, element=element, nest=nest, kind=kind)
     sub = J_REGEXP if state == S_JS else ""
     foreign = "" if namespace == "html" else namespace
     return Context(state, element=element, sub=sub, foreign=foreign, kind=kind, nest=nest)
@@ -570,12 +571,18 @@ _JSON_TYPES = frozenset(
 )
 
 
+# Types a library runs as code (Babel, TypeScript, CoffeeScript, PyScript, ...): as
+# Go takes an attribute whose name speaks of a URL for one, a type that speaks of code
+# is followed as JavaScript, the strictest there is for code.
+_CODE_TYPE = re.compile(r"script|babel|jsx|coffee|python|\A(?:py|mpy|text/ts)\Z")
+
+
 def _script_kind(note: str) -> str:
     """The body of a script whose type attribute was *note*: "", "json" or "data"."""
     if note == "?":
         return "json"  # a value in the type: JSON's escapes are valid in both
     mime = note[1:].partition(";")[0].strip(_SPACE).lower()
-    if mime in _JS_TYPES:
+    if mime in _JS_TYPES or _CODE_TYPE.search(mime):
         return ""
     if mime in _JSON_TYPES or mime.endswith("+json"):
         return "json"
@@ -640,6 +647,8 @@ def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
         ctx = _script_escapes(ctx, text, at_end=final)
+        if ctx.kind == "data":
+            ctx = ctx._replace(sub=_data_block(ctx.sub + text))
         return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
     ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
@@ -689,6 +698,16 @@ def _in_foreign_element(ctx: Context, text: str, final: bool) -> tuple[Context, 
         cut = _last_word(text)
         text, held = text[:cut], text[cut:]
     return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
+
+
+def _data_block(document: str) -> str:
+    """The HTML of a data block to keep: none once it is back in text."""
+    try:
+        if advance(TEXT, document) == TEXT:
+            return ""
+    except ContextError:
+        pass  # (a value there is refused)
+    return document
 
 
 _SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE)
@@ -1147,6 +1166,8 @@ def escaper_for(ctx: Context) -> str | None:
     _refuse_open_reference(ctx)
     ctx = settle(ctx)
     state = ctx.state
+    if state == S_RCDATA and ctx.kind == "data":
+        _check_srcdoc(ctx.sub, block=True)
     if state in (S_TEXT, S_RCDATA):
         return None
     if state == S_BOGUS and ctx.cdata:
@@ -1229,13 +1250,24 @@ def _base(ctx: Context) -> str:
 _JSON_BASES = {"js_string": "json_string", "js_value": "json_value"}
 
 
-def _check_srcdoc(document: str) -> None:
-    """A value in srcdoc must land in the inner document's text (or a quoted plain value)."""
+def _check_srcdoc(document: str, block: bool = False) -> None:
+    """A value in srcdoc must land in the inner document's text (or a quoted plain value).
+
+    So must a value in a script's data *block*, which a client-side template may
+    render as HTML.
+    """
     inner = settle(advance(TEXT, document))
     if (inner.state in (S_TEXT, S_RCDATA) and not inner.pending) or (
         inner.state == S_ATTR and inner.delim in ('"', "'") and inner.attr == K_PLAIN
     ):
         return
+    if block:
+        raise ContextError(
+            f"a value in a data block (a <script> of a type that is not run) would land in "
+            f"{describe(inner)} of the HTML a client-side template may make of it, where "
+            "HTML escaping does not protect it; put only text there, or pass the data in "
+            "a <script type=application/json>"
+        )
     raise ContextError(
         f"a value in srcdoc would land in {describe(inner)} of the inner document, where "
         "double HTML escaping does not protect it; put only text there, or build the inner "

@@ -223,6 +223,30 @@ def test_data_blocks_are_text(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "markup",
+    [
+        "<script type=text/template><a href='{v}'>x</a></script>",
+        "<script type=text/html><p onclick='go({v})'>x</p></script>",
+        "<script type=text/x-template><style>p {{ color: {v} }}</style></script>",
+    ],
+)
+def test_a_value_in_a_data_block_where_html_escaping_is_not_enough_is_refused(
+    markup: str,
+) -> None:
+    # A client-side template renders the block as HTML: a URL or a handler there would
+    # get a value escaped for text only.
+    assert refused(f'f"{markup}"')
+
+
+@pytest.mark.parametrize(
+    "kind", ["text/babel", "text/jsx", "text/typescript", "text/coffeescript", "text/python"]
+)
+def test_data_blocks_that_libraries_run_as_code_are_followed_as_javascript(kind: str) -> None:
+    out = render(f"f'<script type=\"{kind}\">var x = {{v}};</script>'", "alert(1)")
+    assert 'var x =  "alert(1)" ;' in out, out
+
+
+@pytest.mark.parametrize(
     "kind",
     ["", "module", "text/javascript", "TEXT/JavaScript ", "application/ecmascript",
      "text/javascript1.5", "text/jscript", "text/livescript", "application/x-javascript"],
