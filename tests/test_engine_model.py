@@ -9,6 +9,7 @@ type of a ``<script>`` (JSON, data blocks); tokens cut at a literal's end.
 from __future__ import annotations
 
 import json
+import random
 import re
 from typing import Any
 
@@ -336,3 +337,38 @@ def test_an_escaped_script_tag_cut_by_a_value_is_refused() -> None:
     # "</script>" no longer ends the script.
     with pytest.raises(ContextError):
         plan(("<script>a = 1 <!--<script", " -->;</script>"))
+
+
+# -- foreign content against an HTML parser -----------------------------------------------
+
+FOREIGN_PIECES = [
+    "<svg>", "</svg>", "<math>", "</math>", "<g>", "</g>", "<foreignObject>",
+    "</foreignObject>", "<desc>", "</desc>", "<title>x</title>", "<mi>", "</mi>", "<mtext>",
+    "</mtext>", '<annotation-xml encoding="text/html">', "<annotation-xml>",
+    "</annotation-xml>", "<div>", "</div>", "<p>", "</p>", "<b>", "</b>", "<span>", "</span>",
+    "<circle/>", "<mglyph>", "<br>", "<svg/>", "<mrow>", "</mrow>", "<ms>", "</ms>",
+    "<rect>", "</rect>", "<![CDATA[x]]>", "<textarea>x</textarea>",
+]  # fmt: skip
+NAMESPACES = {"{http://www.w3.org/2000/svg}": "svg", "{http://www.w3.org/1998/Math/MathML}": "math"}
+
+
+def test_the_namespace_of_a_script_agrees_with_an_html_parser() -> None:
+    # Random nestings of SVG, MathML, integration points and HTML: wherever the engine
+    # follows the markup, a <script> after it is the parser's (SVG's, MathML's or HTML's).
+    html5lib = pytest.importorskip("html5lib")
+    rng = random.Random(26)
+    followed = 0
+    for _ in range(400):
+        markup = "".join(rng.choice(FOREIGN_PIECES) for _ in range(rng.randint(1, 7)))
+        try:
+            ctx = settle(advance(TEXT, markup + "<script>"))
+        except ContextError:
+            continue  # refused: the engine does not guess
+        tree = html5lib.parse(
+            f"<!doctype html><body>{markup}<script>probe</script>", namespaceHTMLElements=False
+        )
+        (probe,) = [el for el in tree.iter() if el.text == "probe"]
+        namespace = probe.tag.partition("}")[0] + "}"
+        assert ctx.foreign == NAMESPACES.get(namespace, ""), markup
+        followed += 1
+    assert followed > 300
