@@ -1,6 +1,6 @@
 """Attacks on contextual escaping: plain [html] template code, hostile str values.
 
-A review of the compiler's context tracking (ptl_wsgi/htmlcontext.py, the
+A review of the compiler's context tracking (ptl_wsgi/escaping/context.py, the
 compiler's ``track``/``fragment``/``visit_BinOp``) and of the escapers
 (ptl_wsgi/escapers.py) by trying to break them.  Two kinds of tests:
 
@@ -879,6 +879,10 @@ def visit(browser: XSSBrowser, html: str) -> list[str]:
     return browser.visit_response(PAGE_URL, page.encode())
 
 
+# A script with the common helper that writes quotes as "&quot;" (a string where the
+# browser does not decode references, three quotes where it does).
+QUOTING = 'var s = "a", t = s.replace(/"/g, "&quot;");'
+
 # The holes above, confirmed: each (template, arguments) runs script in Chromium.
 EXECUTING = {
     "fragment": UNTRACKED_MARKUP["fragment assigned, then used in href"],
@@ -909,12 +913,48 @@ EXECUTING = {
         (SCRIPTING_URL_BODIES["javascript: expression"][1],),
     ),
     "control character": ("def f [html] (u):\n    f'<a href=\"\\x01{u}\">x</a>'\n", (JS_URL,)),
+    # Issue #26 (each confirmed in Chromium before its fix).
+    "regexp after ) and a comment": (
+        "def f [html] (v):\n"
+        "    f'<script>var s = \"a\"; if (s) // note\\n'\n"
+        "    f'/\"/.test(s) || go({v}); function go(x) {{}}</script>'\n",
+        ("alert(1)",),
+    ),
+    "regexp after ) in the next literal": (
+        "def f [html] (v):\n"
+        "    '<script>var s = \"a\"; if (s) '\n"
+        "    '/\"/.test(s) || go(%s); function go(x) {}</script>' % v\n",
+        ("alert(1)",),
+    ),
+    "CDATA in an SVG script": (
+        "def f [html] (v):\n"
+        f"    f'<svg><script><![CDATA[ {QUOTING} var x = {{v}}; ]]></script></svg>'\n",
+        ("alert(1)",),
+    ),
+    "script in foreignObject": (
+        "def f [html] (v):\n"
+        f"    f'<svg><foreignObject><script>{QUOTING} var x = {{v}};</script>'\n"
+        "    '</foreignObject></svg>'\n",
+        ("alert(1)",),
+    ),
+    "script in mtext": (
+        "def f [html] (v):\n"
+        f"    f'<math><mtext><script>{QUOTING} var x = {{v}};</script></mtext></math>'\n",
+        ("alert(1)",),
+    ),
+    "end tag split across literals": (
+        "def f [html] (v):\n"
+        "    '<script>var t = 1 </script'\n"
+        "    'a>/; var u = %s;</script>' % v\n",
+        ("alert(1)",),
+    ),
 }
 
 
 # The ones not yet fixed (the others are regression guards now).
 STILL_EXECUTING: set[str] = set()
 REFUSED = {"srcdoc", "regexp after )", "character reference", "javascript: body"}  # compile errors
+REFUSED |= {"regexp after ) and a comment", "regexp after ) in the next literal"}
 DESIGN_LIMITS = {"concatenation", "join"}  # docs/contextual-escaping.md
 
 

@@ -88,6 +88,8 @@ S_CSS_SQ_URL = "css_sq_url"
 S_CSS_BLOCK_CMT = "css_block_comment"
 S_CSS_LINE_CMT = "css_line_comment"
 
+# A <script>'s type: its literal value is kept (in Context.kind) to tell what the body is.
+K_NOTE = "note"
 
 # URL parts (sub of S_URL and the CSS url states)
 U_START = "start"  # nothing of the URL yet: a value here is checked for its scheme
@@ -101,6 +103,7 @@ U_VALUES = "after values"  # values in the scheme's place: a ":" next could end 
 U_SCRIPT = "script body"  # after javascript:, vbscript: or an active data: type: no value
 # JS: what a "/" means next
 J_REGEXP, J_DIVOP, J_UNKNOWN = "regexp", "divop", "unknown"
+J_PAREN = "paren"  # after ")": a division, or a regular expression after "if (...)"
 
 
 class Context(NamedTuple):
@@ -115,7 +118,15 @@ class Context(NamedTuple):
     depths of the ``${`` of JS template literals being parsed; *foreign* the
     SVG or MathML element whose content this is (none of its elements is raw
     text, and references are decoded in its scripts); *escaped* that a script's
-    raw text has an open ``<!--``, after which ``<script`` is refused.
+    raw text has an open ``<!--``, after which ``<script`` is refused; *kind*, in a
+    ``<script>`` start tag, the literal value of its ``type`` after ``=`` (``?``
+    when a value is in it; in an ``<annotation-xml>`` tag, of its ``encoding``),
+    and in a script's body ``json`` where values get escapes valid in JSON (a
+    JSON type, or a type the engine cannot know).  *nest* is the stack of
+    elements open inside the outermost ``<svg>`` or ``<math>`` (each
+    ``namespace:name``; ``html:`` ones inside an HTML integration point such as
+    ``<foreignObject>``), from which *foreign* follows; *cdata* that the text is
+    in a ``<![CDATA[`` section, where nothing is decoded and ``]]>`` ends it.
     """
 
     state: str = S_TEXT
@@ -127,6 +138,9 @@ class Context(NamedTuple):
     stack: tuple[int, ...] = ()
     foreign: str = ""  # "svg" or "math" inside that foreign content, else ""
     escaped: bool = False  # in a <script> after "<!--" (the tokenizer's escaped state)
+    kind: str = ""  # a script tag's type ("=value", "?"); "json" in a JSON script's body
+    nest: tuple[str, ...] = ()  # open elements of <svg>/<math> ("svg:g", "html:p"), outermost first
+    cdata: bool = False  # in a CDATA section (of SVG or MathML content)
 
 
 TEXT = Context()
@@ -208,13 +222,22 @@ def settle(ctx: Context) -> Context:
     return advance(ctx, "", final=True)
 
 
-_LAST_WORD = re.compile(r"[^ \t\n\r\f]*\Z")
+_LAST_WORD = re.compile(r"[^ \t\n\r\f]*[ \t\n\r\f]*\Z")
 
 
 def _last_word(text: str) -> int:
-    """Where the run of non-space characters that ends *text* starts."""
+    """Where the last run of non-space characters of *text*, with the spaces after it, starts.
+
+    Text held back from there is parsed again with the next literal: a token it
+    may continue (``</scrip``, ``&quo``) and the spaces after it; after ``)`` the
+    word before too (a "/" next divides or starts a regular expression: it is
+    seen with its ``)``).
+    """
     match = _LAST_WORD.search(text)
     assert match is not None  # (the pattern matches at the end of any text)
+    if text[: match.start()].rstrip(_SPACE).endswith(")"):
+        match = _LAST_WORD.search(text, 0, match.start())
+        assert match is not None
     return match.start()
 
 
@@ -224,6 +247,12 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
         rest = text[i + 1 :]
         if rest == "" or rest in ("/", "!", "!-"):
             return ctx._replace(pending=text[i:]), ""
+        if _cdata_allowed(ctx.nest) and rest.startswith("!["):
+            # In SVG or MathML (not in an HTML element there) "<![CDATA[" opens a section.
+            if rest.startswith("![CDATA["):
+                return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest, cdata=True), rest[8:]
+            if "![CDATA[".startswith(rest):
+                return ctx._replace(pending=text[i:]), ""
         first = rest[0]
         if first.isascii() and first.isalpha():
             match = _TAG_NAME.match(rest)
@@ -233,12 +262,11 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
             _refuse_odd_space(name)
             name = name.lower()
-            foreign = "" if name in _BREAKOUT else ctx.foreign
-            if foreign:
-                element = name if name in ("script", "style") else ""
-            else:
-                element = name if name in _CONTENT or name in _FOREIGN else ""
-            return Context(S_TAG, element=element, foreign=foreign), rest[len(name) :]
+            # Which element it opens (and its namespace) is decided at its ">".
+            element = name if ctx.nest or name in _CONTENT or name in _FOREIGN else ""
+            return Context(S_TAG, element=element, foreign=ctx.foreign, nest=ctx.nest), rest[
+                len(name) :
+            ]
         if first == "/":
             if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
                 match = _TAG_NAME.match(rest, 1)
@@ -246,19 +274,120 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 name = match.group()
                 if 1 + len(name) == len(rest):
                     return ctx._replace(pending=text[i:]), ""
-                foreign = "" if name.lower() == ctx.foreign else ctx.foreign
-                return Context(S_TAG, foreign=foreign), rest[1 + len(name) :]
+                nest = _close(ctx.nest, name.lower())
+                return Context(S_TAG, foreign=_foreign_of(nest), nest=nest), rest[1 + len(name) :]
             if rest.startswith("/>"):
                 i = text.find("<", i + 3)
                 continue
             # </ followed by junk: a bogus comment
-            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
+            return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest), rest[1:]
         if rest.startswith("!--"):
-            return Context(S_COMMENT, sub="open", foreign=ctx.foreign), rest[3:]
+            return Context(S_COMMENT, sub="open", foreign=ctx.foreign, nest=ctx.nest), rest[3:]
         if first in "!?":
-            return Context(S_BOGUS, foreign=ctx.foreign), rest[1:]
+            return Context(S_BOGUS, foreign=ctx.foreign, nest=ctx.nest), rest[1:]
         i = text.find("<", i + 1)
     return ctx, ""
+
+
+# -- foreign content (SVG, MathML) -------------------------------------------------------
+#
+# As the HTML tree builder does: inside <svg> or <math> every element is an element of
+# that namespace (none is raw text; references are decoded in a <script>), except in an
+# HTML integration point, whose start tags and text follow HTML's rules again (a
+# <script> there is HTML's, raw text); the breakout start tags (<p>, <div>, ...) close
+# the foreign elements.  The engine follows every element opened there (Context.nest),
+# and refuses what it cannot follow: an end tag that closes none of them (the browser
+# may close the <svg> with it), an HTML element left open at an integration point's end.
+
+_INTEGRATION_POINTS = frozenset(
+    {"svg:foreignobject", "svg:desc", "svg:title", "math:annotation-xml/html"}
+    | {f"math:{name}" for name in ("mi", "mo", "mn", "ms", "mtext")}
+)
+_VOID = frozenset(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
+    "param source track wbr".split()
+)
+
+
+def _foreign_of(nest: tuple[str, ...]) -> str:
+    """The namespace whose rules the next start tag follows ("svg", "math"), or "" (HTML)."""
+    if not nest:
+        return ""
+    top = nest[-1]
+    namespace = top.partition(":")[0]
+    return "" if namespace == "html" or top in _INTEGRATION_POINTS else namespace
+
+
+def _cdata_allowed(nest: tuple[str, ...]) -> bool:
+    """Whether "<![CDATA[" opens a section: the current element is SVG's or MathML's."""
+    return bool(nest) and not nest[-1].startswith("html:")
+
+
+def _open(nest: tuple[str, ...], name: str, note: str, closed: bool) -> tuple[tuple[str, ...], str]:
+    """The open elements after the start tag *name* and the new element's namespace."""
+    top = nest[-1] if nest else ""
+    if _foreign_of(nest):
+        if name in _BREAKOUT:
+            while _foreign_of(nest):
+                nest = nest[:-1]
+            return _open(nest, name, note, closed)
+        if name == "font":
+            raise ContextError(
+                "<font> inside <svg> or <math> ends the foreign content or not by its "
+                "attributes (color, face, size), which the engine does not follow; use "
+                "<text> or CSS"
+            )
+        if name == "svg" and top == "math:annotation-xml":
+            namespace = "svg"
+        else:
+            namespace = top.partition(":")[0]
+    elif (
+        top in _INTEGRATION_POINTS
+        and top.startswith("math:m")
+        and name
+        in (
+            "mglyph",
+            "malignmark",
+        )
+    ):
+        namespace = "math"
+    elif name in _FOREIGN:
+        namespace = name
+    else:
+        if nest and name not in _VOID:
+            nest = (*nest, f"html:{name}")  # (followed inside an integration point only)
+        return nest, "html"
+    if closed:
+        return nest, namespace  # "<circle/>": self-closing, as foreign elements may be
+    entry = f"{namespace}:{name}"
+    if entry == "math:annotation-xml":
+        if note == "?":
+            raise ContextError(
+                "a value in the encoding of <annotation-xml> decides whether its content "
+                "is HTML or MathML, which the engine cannot know; write the encoding"
+            )
+        if note[1:].lower() in ("text/html", "application/xhtml+xml"):
+            entry += "/html"
+    return (*nest, entry), namespace
+
+
+def _close(nest: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """The open elements after the end tag *name*; refused where the engine cannot follow it."""
+    if not nest:
+        return nest  # HTML, outside SVG and MathML
+    for i in range(len(nest) - 1, -1, -1):
+        namespace, _, tag = nest[i].partition(":")
+        if namespace == "html":
+            if i == len(nest) - 1 and tag == name:
+                return nest[:i]
+            break  # (HTML's rules, which may close elements the engine does not see)
+        if tag.partition("/")[0] == name and name not in ("br", "p"):
+            return nest[:i]
+    raise ContextError(
+        f"the end tag </{name}> inside <svg> or <math> does not close the element opened "
+        "last there (the browser may close more with it, or ignore it); close each element "
+        "there, and each HTML element in a <foreignObject>, in the order it was opened"
+    )
 
 
 def _comment(ctx: Context, text: str) -> tuple[Context, str]:
@@ -278,10 +407,16 @@ def _comment(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _text_of(ctx: Context) -> Context:
     """Text, in the foreign content *ctx* is in, if any."""
-    return Context(foreign=ctx.foreign) if ctx.foreign else TEXT
+    return Context(foreign=_foreign_of(ctx.nest), nest=ctx.nest) if ctx.nest else TEXT
 
 
 def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
+    if ctx.cdata:
+        i = text.find("]]>")
+        if i < 0:
+            tail = min(2, len(text) - len(text.rstrip("]")))  # "]]" may end it next
+            return ctx._replace(pending=text[len(text) - tail :] if tail else ""), ""
+        return _text_of(ctx), text[i + 3 :]
     i = text.find(">")
     return (ctx, "") if i < 0 else (_text_of(ctx), text[i + 1 :])
 
@@ -289,7 +424,7 @@ def _bogus(ctx: Context, text: str) -> tuple[Context, str]:
 def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     stripped = text.lstrip(_SPACE + "/")
     if not stripped:
-        if ctx.element in _FOREIGN and text.endswith("/"):
+        if ctx.element and text.endswith("/"):
             return ctx._replace(pending="/"), ""  # "<svg/" then ">": self-closing
         return ctx, ""
     if stripped[0] == ">":
@@ -301,9 +436,11 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     _refuse_odd_space(name)
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
-    return ctx._replace(state=S_AFTER_NAME, attr=attribute_kind(name), sub=""), stripped[
-        len(name) :
-    ]
+    kind = attribute_kind(name)
+    noted = {"script": "type", "annotation-xml": "encoding"}.get(ctx.element)
+    if noted is not None and not ctx.kind and name.lower() == noted:
+        kind = K_NOTE  # (only the first such attribute counts)
+    return ctx._replace(state=S_AFTER_NAME, attr=kind, sub=""), stripped[len(name) :]
 
 
 def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
@@ -313,7 +450,8 @@ def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx._replace(sub="space" if stripped != text else ctx.sub), ""
     if stripped[0] == "=":
         return ctx._replace(state=S_BEFORE_VALUE, sub=""), stripped[1:]
-    return ctx._replace(state=S_TAG, attr="", sub=""), stripped
+    kind = "=" if ctx.attr == K_NOTE else ctx.kind  # a type attribute with no value
+    return ctx._replace(state=S_TAG, attr="", sub="", kind=kind), stripped
 
 
 def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
@@ -330,7 +468,14 @@ def _before_value(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _value_start(ctx: Context, delim: str) -> Context:
     kind = ctx.attr
-    base = Context(delim=delim, attr=kind, element=ctx.element, foreign=ctx.foreign)
+    base = Context(
+        delim=delim,
+        attr=kind,
+        element=ctx.element,
+        foreign=ctx.foreign,
+        kind=ctx.kind,
+        nest=ctx.nest,
+    )
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
     if kind in (K_SRCSET, K_URL_LIST):
@@ -345,13 +490,62 @@ def _value_start(ctx: Context, delim: str) -> Context:
 def _content_start(tag: Context, closed: bool) -> Context:
     """The context after the ``>`` of a start tag whose context was *tag*."""
     element = tag.element
-    if element in _FOREIGN:
-        return Context(foreign="" if closed else element)
+    if not element:
+        return _text_of(tag)  # (an end tag, or an element of no interest)
+    nest, namespace = _open(tag.nest, element, tag.kind, closed)
+    text = Context(foreign=_foreign_of(nest), nest=nest)
     state = _CONTENT.get(element)
-    if state is None:
-        return _text_of(tag)
+    if state is None or (namespace != "html" and (closed or element not in ("script", "style"))):
+        return text  # (in SVG and MathML no element is raw text)
+    kind = ""
+    if element == "script":
+        kind = _script_kind(tag.kind)
+        if kind == "data" and namespace != "html":
+            return text  # an SVG data block: elements and text, not run
+        if kind == "data":
+            # A data block, not run (text/template, text/html, ...): its text is data
+            # (HTML-escaped), and it still ends only where a script ends; the HTML it may
+            # be rendered as (since the last point back in text) is kept in sub.
+            return Context(S_RCDATA, element=element, nest=nest, kind=kind)
     sub = J_REGEXP if state == S_JS else ""
-    return Context(state, element=element, sub=sub, foreign=tag.foreign)
+    foreign = "" if namespace == "html" else namespace
+    return Context(state, element=element, sub=sub, foreign=foreign, kind=kind, nest=nest)
+
+
+# A script's type (its type attribute, ASCII spaces stripped, lowercased, parameters
+# dropped): JavaScript as the HTML standard lists its MIME types (and "module"), JSON
+# (values get escapes valid in JSON and JavaScript); any other type is a data block
+# the browser does not run.
+_JS_TYPES = frozenset(
+    {
+        "", "module", "application/ecmascript", "application/javascript",
+        "application/x-ecmascript", "application/x-javascript", "text/ecmascript",
+        "text/javascript", "text/javascript1.0", "text/javascript1.1", "text/javascript1.2",
+        "text/javascript1.3", "text/javascript1.4", "text/javascript1.5", "text/jscript",
+        "text/livescript", "text/x-ecmascript", "text/x-javascript",
+    }
+)  # fmt: skip
+_JSON_TYPES = frozenset(
+    {"application/json", "application/ld+json", "text/json", "importmap", "speculationrules"}
+)
+
+
+# Types a library runs as code (Babel, TypeScript, CoffeeScript, PyScript, ...): as
+# Go takes an attribute whose name speaks of a URL for one, a type that speaks of code
+# is followed as JavaScript, the strictest there is for code.
+_CODE_TYPE = re.compile(r"script|babel|jsx|coffee|python|\A(?:py|mpy|text/ts)\Z")
+
+
+def _script_kind(note: str) -> str:
+    """The body of a script whose type attribute was *note*: "", "json" or "data"."""
+    if note == "?":
+        return "json"  # a value in the type: JSON's escapes are valid in both
+    mime = note[1:].partition(";")[0].strip(_SPACE).lower()
+    if mime in _JS_TYPES or _CODE_TYPE.search(mime):
+        return ""
+    if mime in _JSON_TYPES or mime.endswith("+json"):
+        return "json"
+    return "data"
 
 
 _HTML = {
@@ -384,38 +578,106 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
         end = after = cut
     inner = ctx._replace(delim="")
     value = unescape(text[:end]) if "&" in text[:end] else text[:end]
-    if ctx.attr == K_HTML:
-        # srcdoc: its decoded text so far (a document of its own, checked at each value).
+    if ctx.attr in (K_HTML, K_NOTE):
+        # srcdoc: its decoded text so far (a document of its own, checked at each value);
+        # a script's type: its text so far ("\0" for a value).
         inner = inner._replace(sub=inner.sub + value)
     inner = _content(inner, value)
     if end == len(text):
         return inner._replace(delim=ctx.delim, pending=held), ""
-    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign), text[after:]
+    kind = ctx.kind
+    if ctx.attr == K_NOTE:
+        kind = "?" if "\0" in inner.sub else "=" + inner.sub
+    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind, nest=ctx.nest), text[
+        after:
+    ]
 
 
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     """Parse *text* in the content of a special element, up to its end tag."""
+    if ctx.foreign:
+        return _in_foreign_element(ctx, text, final)
     match = _END_TAGS[ctx.element].search(text)
+    if match is not None and match.end() == len(text) and not final:
+        match = None  # "</script" at a literal's end: the next one says if it is an end tag
     if match is None:
         held = ""
         if not final:
             cut = _last_word(text)
             text, held = text[:cut], text[cut:]
-        ctx = _script_escapes(ctx, text)
+        ctx = _script_escapes(ctx, text, at_end=final)
+        if ctx.kind == "data":
+            ctx = ctx._replace(sub=_data_block(ctx.sub + text))
         return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
     ctx = _script_escapes(ctx, text[: match.start()])
     _content(ctx, _foreign_decoded(ctx, text[: match.start()]))  # raises if it cannot be followed
     return _text_of(ctx), text[match.start() :]  # the end tag itself is parsed as text
 
 
-_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />])", re.IGNORECASE)
+def _in_foreign_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
+    """Parse *text* in an SVG or MathML ``<script>`` or ``<style>``: markup, not raw text.
+
+    References are decoded (not in a CDATA section, whose text is the script's as
+    it is, up to ``]]>``), and the end tag ends it; any other markup there (an
+    element, a comment) would be a node of its own: refused.
+    """
+    if ctx.cdata:
+        end = text.find("]]>")
+        if end >= 0:
+            return _content(ctx, text[:end])._replace(cdata=False), text[end + 3 :]
+        held = ""
+        if not final:
+            cut = _last_word(text)  # (holds a "]]" the next literal may end with ">")
+            text, held = text[:cut], text[cut:]
+        return _content(ctx, text)._replace(pending=held), ""
+    i = text.find("<")
+    while i >= 0:
+        rest = text[i + 1 :]
+        end_tag = _END_TAGS[ctx.element].match(text, i)
+        if end_tag is not None and (end_tag.end() < len(text) or final):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return _text_of(ctx), text[i:]  # the end tag itself is parsed as text
+        if rest.startswith("![CDATA["):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return ctx._replace(cdata=True), rest[8:]
+        if not final and (
+            "![CDATA[".startswith(rest) or f"/{ctx.element}".startswith(rest.lower())
+        ):
+            ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
+            return ctx._replace(pending=text[i:]), ""  # the next literal decides
+        if rest[:1].isascii() and (rest[:1].isalpha() or rest[:1] in "/!?"):
+            raise ContextError(
+                f"markup inside an SVG or MathML <{ctx.element}> (elements and comments "
+                "there are nodes of their own, not its text); write '<' as '&lt;', or put "
+                "the code in a <![CDATA[ ... ]]> section"
+            )
+        i = text.find("<", i + 1)
+    held = ""
+    if not final:
+        cut = _last_word(text)
+        text, held = text[:cut], text[cut:]
+    return _content(ctx, _foreign_decoded(ctx, text))._replace(pending=held), ""
 
 
-def _script_escapes(ctx: Context, text: str) -> Context:
+def _data_block(document: str) -> str:
+    """The HTML of a data block to keep: none once it is back in text."""
+    try:
+        if advance(TEXT, document) == TEXT:
+            return ""
+    except ContextError:
+        pass  # (a value there is refused)
+    return document
+
+
+_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE)
+
+
+def _script_escapes(ctx: Context, text: str, at_end: bool = False) -> Context:
     """Follow ``<!--`` and ``-->`` in a script's raw text; refuse the double escaped state.
 
     After ``<!--`` a ``<script`` puts the tokenizer where ``</script>`` no longer
-    ends the script (until ``-->``): the engine would end it too early.
+    ends the script (until ``-->``): the engine would end it too early.  *at_end*:
+    a value follows *text*, and may continue a ``<script`` at its end.
     """
     if ctx.element != "script" or ctx.foreign:
         return ctx
@@ -426,7 +688,7 @@ def _script_escapes(ctx: Context, text: str) -> Context:
             escaped = True
         elif token == "-->":
             escaped = False
-        elif escaped:
+        elif escaped and (match.end() < len(text) or at_end):
             raise ContextError(
                 "'<script' after '<!--' inside a <script>: the browser would not end the "
                 "script at its '</script>'; write '<\\/script' or '\\x3cscript' in the "
@@ -542,7 +804,9 @@ def _js_slash_context(before: str, ctx_sub: str) -> str:
     if not code:
         return ctx_sub
     last = code[-1]
-    if last in ")]" or last.isalnum() or last in "_$":
+    if last == ")":
+        return J_PAREN
+    if last == "]" or last.isalnum() or last in "_$":
         if last.isalnum() or last in "_$":
             word = _IDENT_TAIL.search(code)
             if word is not None and word.group() in _JS_KEYWORDS_BEFORE_EXPRESSION:
@@ -612,7 +876,16 @@ def _js(ctx: Context, text: str) -> tuple[Context, str]:
             "'/' in JavaScript after branches that disagree on whether it starts a "
             "regular expression or divides"
         )
-    if text[:start].rstrip().endswith(")"):
+    if sub == J_PAREN:
+        if not text[:start].rstrip().endswith(")"):
+            # The ")" came before a comment, or in an earlier literal: what follows the
+            # "/" on its line is not known here, so neither reading can be checked.
+            raise ContextError(
+                "'/' could start a division or a regular expression after the ')' before "
+                "it (a comment or the end of a literal between them): put the regular "
+                "expression in a variable first, or write the division on the line of "
+                "its ')'"
+            )
         _check_paren_slash(ctx, rest)
     return ctx._replace(sub=J_REGEXP), rest
 
@@ -852,8 +1125,15 @@ def escaper_for(ctx: Context) -> str | None:
     _refuse_open_reference(ctx)
     ctx = settle(ctx)
     state = ctx.state
+    if state == S_RCDATA and ctx.kind == "data":
+        _check_srcdoc(ctx.sub, block=True)
     if state in (S_TEXT, S_RCDATA):
         return None
+    if state == S_BOGUS and ctx.cdata:
+        raise ContextError(
+            "no value may go in a CDATA section outside a <script> or <style> (nothing is "
+            "decoded there: HTML escaping would show); put it in an element's text"
+        )
     if state == S_BOGUS:
         raise ContextError("no value may go inside <!...> or <?...> (a doctype or bogus comment)")
     if state == S_COMMENT:
@@ -888,7 +1168,10 @@ def _refuse_open_reference(ctx: Context) -> None:
     too, but to one character of data, which is harmless there.
     """
     decoded = ctx.delim or (
-        ctx.foreign and ctx.element and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
+        ctx.foreign
+        and ctx.element
+        and not ctx.cdata
+        and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
     )
     if decoded and ctx.pending and _OPEN_REFERENCE.search(ctx.pending):
         raise ContextError(
@@ -917,16 +1200,33 @@ def _base(ctx: Context) -> str:
                 "attribute or a <script>, or a data: URL with a literal image type"
             )
         return _URL_BASES.get(ctx.sub, "url_query")
+    if ctx.kind == "json":
+        return _JSON_BASES.get(_BASES[state], _BASES[state])
     return _BASES[state]
 
 
-def _check_srcdoc(document: str) -> None:
-    """A value in srcdoc must land in the inner document's text (or a quoted plain value)."""
+# In a JSON script (or one whose type is not known): escapes valid in JSON and JavaScript.
+_JSON_BASES = {"js_string": "json_string", "js_value": "json_value"}
+
+
+def _check_srcdoc(document: str, block: bool = False) -> None:
+    """A value in srcdoc must land in the inner document's text (or a quoted plain value).
+
+    So must a value in a script's data *block*, which a client-side template may
+    render as HTML.
+    """
     inner = settle(advance(TEXT, document))
     if (inner.state in (S_TEXT, S_RCDATA) and not inner.pending) or (
         inner.state == S_ATTR and inner.delim in ('"', "'") and inner.attr == K_PLAIN
     ):
         return
+    if block:
+        raise ContextError(
+            f"a value in a data block (a <script> of a type that is not run) would land in "
+            f"{describe(inner)} of the HTML a client-side template may make of it, where "
+            "HTML escaping does not protect it; put only text there, or pass the data in "
+            "a <script type=application/json>"
+        )
     raise ContextError(
         f"a value in srcdoc would land in {describe(inner)} of the inner document, where "
         "double HTML escaping does not protect it; put only text there, or build the inner "
@@ -938,14 +1238,14 @@ def after_value(ctx: Context) -> Context:
     """The context after a value inserted in *ctx* (a valid place for one)."""
     if ctx.pending and ctx.state == S_TEXT and _TAG_START.fullmatch(ctx.pending):
         after_tag, _ = _text(_text_of(ctx), ctx.pending + " ")
-        return after_tag._replace(state=S_AFTER_NAME, attr=K_PLAIN)
+        return _unknown_note(after_tag._replace(state=S_AFTER_NAME, attr=K_PLAIN))
     ctx = settle(ctx)
     if ctx.pending and ctx.state == S_COMMENT:
         return ctx._replace(pending="")
     state = ctx.state
     if state in (S_TAG, S_AFTER_NAME):
         # The attribute-name filter lets only names of plain attributes through.
-        return ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub="")
+        return _unknown_note(ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub=""))
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
@@ -962,7 +1262,17 @@ def after_value(ctx: Context) -> Context:
         return ctx
     if state == S_JS:
         return ctx._replace(sub=J_DIVOP)
+    if state == S_ATTR and ctx.attr == K_NOTE:
+        return ctx._replace(sub=ctx.sub + "\0")  # a script's type the engine cannot know
     return ctx
+
+
+def _unknown_note(tag: Context) -> Context:
+    """*tag* after attribute names given by a value: a script's type (or an annotation-xml's
+    encoding) is not known if it was not written before them (a "type" there counts)."""
+    if tag.element in ("script", "annotation-xml") and not tag.kind:
+        return tag._replace(kind="?")
+    return tag
 
 
 def after_number(ctx: Context) -> Context:
@@ -1067,6 +1377,7 @@ _KINDS = {
     K_JS: "event handler ",
     K_CSS: "style ",
     K_HTML: "srcdoc ",
+    K_NOTE: "script type ",
 }
 
 

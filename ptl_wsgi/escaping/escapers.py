@@ -99,6 +99,7 @@ def _bases(escape: Text) -> dict[str, Text]:
         "srcset": url.srcset,
         "url_list": url.url_list,
         "js_string": js.js_string,
+        "json_string": js.json_string,
         "js_regexp": js.js_regexp,
         "css": css.css,
         "css_string": css.css_string,
@@ -150,12 +151,12 @@ def build(cls: type, escape: Text) -> dict[str, Escaper]:
 
         return escaper
 
-    def compose_js_value(layer: Text) -> Escaper:
+    def compose_js_value(layer: Text, encode: Callable[[Any], str] = js.js_value) -> Escaper:
         def escaper(value: Any) -> Any:
             found = to_markup(value)
             if found is not None:
                 return found
-            return make(layer(js.js_value(value)))
+            return make(layer(encode(value)))
 
         return escaper
 
@@ -184,6 +185,7 @@ def build(cls: type, escape: Text) -> dict[str, Escaper]:
     for layer_name, layer in layers.items():
         name = f"js_value_{layer_name}" if layer_name else "js_value"
         escapers[name] = compose_js_value(layer)
+    escapers["json_value"] = compose_js_value(_identity, js.json_value)  # (script bodies only)
     escapers["attr_name"] = attr_name
     escapers["tag_attrs"] = tag_attrs
     for name, function in escapers.items():

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["js_regexp", "js_string", "js_value", "json_text"]
+__all__ = ["js_regexp", "js_string", "js_value", "json_string", "json_text", "json_value"]
 
 _STRING_UNSAFE = re.compile("[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff]")
 _REGEXP_UNSAFE = re.compile(
@@ -48,6 +48,11 @@ def js_string(text: str) -> str:
     return _STRING_UNSAFE.sub(_char, text)
 
 
+def json_string(text: str) -> str:
+    """Inside a string of a JSON script: ``\\uXXXX`` escapes, valid in JSON and in JS."""
+    return _STRING_UNSAFE.sub(_unicode_escape, text)
+
+
 def js_regexp(text: str) -> str:
     """Inside a JS regular expression: *text* matches itself; empty is "(?:)" (not "//")."""
     if not text:
@@ -67,6 +72,30 @@ def js_value(value: Any) -> str:
         except (TypeError, ValueError):
             text = json.dumps(str(value), ensure_ascii=False)
     return f" {_VALUE_UNSAFE.sub(_unicode_escape, text)} "
+
+
+def json_value(value: Any) -> str:
+    """In a JSON script: the value as JSON (NaN and the infinities, not JSON, as null)."""
+    import json
+
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+        )
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    return f" {_JSON_UNSAFE.sub(_unicode_escape, text)} "
+
+
+def _finite(value: Any) -> Any:
+    """*value* with every float that is not finite (in lists, tuples, dicts) as None."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
 
 
 def json_text(value: Any) -> str:

@@ -170,7 +170,7 @@ CSS_LOADING_FUNCTIONS = ("url", "image", "image-set", "cross-fade", "element", "
 INT_SAFE_BASES = frozenset(
     {
         "text", "url", "url_path", "url_slash", "url_query", "srcset", "url_list",
-        "js_string", "css", "css_string", "srcdoc",
+        "js_string", "json_string", "css", "css_string", "srcdoc",
     }
 )  # fmt: skip
 
