@@ -373,3 +373,41 @@ def test_the_namespace_of_a_script_agrees_with_an_html_parser() -> None:
         assert ctx.foreign == NAMESPACES.get(namespace, ""), markup
         followed += 1
     assert followed > 300
+
+
+# -- a URL's scheme through branches (found by the contexts fuzzer) ----------------------
+
+SCHEME_THROUGH_BRANCHES = {
+    # A literal scheme in one branch: the value after ':' was percent-encoded as a query,
+    # which the browser decodes in the javascript: URL it runs ("alert%281%29" runs).
+    "literal scheme in a branch": (
+        "'<a href=\"'\n    if w:\n        'javascript'\n    ':'\n    v\n    '\">x</a>'",
+        ("alert(1)", True),
+    ),
+    # Values at the start, one of them in a branch: "java" + "script" + ':' made the scheme
+    # no check saw whole (without the if, the ':' is refused).
+    "values in a branch": (
+        "'<a href=\"'\n    v\n    if w:\n        w\n    ':alert(1)\">x</a>'",
+        ("java", "script"),
+    ),
+    "in CSS url()": (
+        "'<p style=\"background: url('\n    if w:\n        'javascript'\n    ':'\n    v\n"
+        "    ')\">x</p>'",
+        ("alert(1)", True),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEME_THROUGH_BRANCHES))
+def test_branches_that_may_write_a_scheme_keep_it_possible_after_they_meet(case: str) -> None:
+    body, args = SCHEME_THROUGH_BRANCHES[case]
+    with pytest.raises(SyntaxError, match="scheme|script body|javascript:"):
+        compiled(f"def f [html] (v, w=None):\n    {body}\n", "engine_scheme_join").f(*args)
+
+
+def test_branches_that_meet_in_a_url_path_still_take_values() -> None:
+    source = (
+        "def f [html] (v, w=None):\n    '<a href=\"'\n    if w:\n        '/a'\n    else:\n"
+        "        '/b/'\n    v\n    '\">x</a>'\n"
+    )
+    assert compiled(source, "engine_path_join").f("x y:z", True) == '<a href="/ax%20y:z">x</a>'

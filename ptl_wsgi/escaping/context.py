@@ -1326,11 +1326,28 @@ def join(a: Context | None, b: Context | None) -> Context | None:
         return a
     if a._replace(sub="") == b._replace(sub=""):
         if a.state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
-            script = U_SCRIPT in (a.sub, b.sub)  # (no value may follow either way)
-            return a._replace(sub=U_SCRIPT if script else U_UNKNOWN)
+            return a._replace(sub=_joined_url_part(a.sub, b.sub))
         if a.state == S_JS:
             return a._replace(sub=J_UNKNOWN)
     raise _Mismatch(a, b)
+
+
+def _joined_url_part(a: str, b: str) -> str:
+    """The URL part where branches in parts *a* and *b* meet: the strictest either allows.
+
+    A scheme one branch may still be writing stays possible after the join: literal
+    scheme characters (``if c: 'javascript'``) keep the part a scheme, and values at
+    the start (``a`` then ``if c: b``) keep it values that a ``:`` could end, so the
+    ``:`` after the join makes the same script URL, or error, as it would in that branch.
+    """
+    parts = {a, b}
+    if U_SCRIPT in parts:
+        return U_SCRIPT  # (no value may follow either way)
+    if U_SCHEME in parts:
+        return U_SCHEME
+    if parts & {U_VALUE, U_VALUES}:
+        return U_VALUES
+    return U_UNKNOWN
 
 
 class _Mismatch(ContextError):
