@@ -401,7 +401,7 @@ SCHEME_THROUGH_BRANCHES = {
 @pytest.mark.parametrize("case", sorted(SCHEME_THROUGH_BRANCHES))
 def test_branches_that_may_write_a_scheme_keep_it_possible_after_they_meet(case: str) -> None:
     body, args = SCHEME_THROUGH_BRANCHES[case]
-    with pytest.raises(SyntaxError, match="scheme|script body|javascript:"):
+    with pytest.raises(SyntaxError, match=r"scheme|script body|javascript:"):
         compiled(f"def f [html] (v, w=None):\n    {body}\n", "engine_scheme_join").f(*args)
 
 
