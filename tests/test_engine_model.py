@@ -411,3 +411,30 @@ def test_branches_that_meet_in_a_url_path_still_take_values() -> None:
         "        '/b/'\n    v\n    '\">x</a>'\n"
     )
     assert compiled(source, "engine_path_join").f("x y:z", True) == '<a href="/ax%20y:z">x</a>'
+
+
+# -- a value that begins an unquoted attribute value (found by the contexts fuzzer) --------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "'<p title=%sz>x</p>' % v",  # title=""z: the attribute empty, "z" one of its own
+        "'<a href=%s/x>x</a>' % v",  # href=""/x: the link the page itself
+        "'<p title=%s%s>x</p>' % (v, w)",
+        "'<p title='\n    v\n    'z>x</p>'",
+    ],
+)
+def test_a_value_that_begins_an_unquoted_value_must_be_all_of_it(body: str) -> None:
+    with pytest.raises(SyntaxError, match="must be the whole value"):
+        compiled(f"def f [html] (v, w=None):\n    {body}\n", "engine_alone")
+
+
+def test_a_value_alone_in_an_unquoted_value_still_works() -> None:
+    source = (
+        "def f [html] (v):\n    '<p title=%s id=x>a</p><p title=%s>b</p>' % (v, v)\n"
+        "    '<a href='\n    v\n    '>c</a>'\n"
+    )
+    assert compiled(source, "engine_alone_ok").f("") == (
+        '<p title="" id=x>a</p><p title="">b</p><a href="">c</a>'
+    )

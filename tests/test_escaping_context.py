@@ -242,7 +242,10 @@ def test_after_a_value() -> None:
     )  # a value is an expression: / divides
     tag = advance(TEXT, "<input ")
     assert escaper_for(advance(after_value(tag), '="')) is None  # a plain attribute's value
-    assert escaper_for(after_value(advance(TEXT, "<a href="))) == "url_query_u"
+    # A value that began an unquoted value is all of it (an empty one is written "").
+    with pytest.raises(ContextError, match="must be the whole value"):
+        escaper_for(after_value(advance(TEXT, "<a href=")))
+    assert escaper_for(advance(after_value(advance(TEXT, "<a href=")), " title=")) == "text_u0"
 
 
 def test_join() -> None:

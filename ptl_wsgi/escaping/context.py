@@ -126,7 +126,9 @@ class Context(NamedTuple):
     elements open inside the outermost ``<svg>`` or ``<math>`` (each
     ``namespace:name``; ``html:`` ones inside an HTML integration point such as
     ``<foreignObject>``), from which *foreign* follows; *cdata* that the text is
-    in a ``<![CDATA[`` section, where nothing is decoded and ``]]>`` ends it.
+    in a ``<![CDATA[`` section, where nothing is decoded and ``]]>`` ends it;
+    *alone* that a value began this unquoted attribute value, which must then be
+    the whole of it (its escaper writes an empty value as ``""``).
     """
 
     state: str = S_TEXT
@@ -141,6 +143,7 @@ class Context(NamedTuple):
     kind: str = ""  # a script tag's type ("=value", "?"); "json" in a JSON script's body
     nest: tuple[str, ...] = ()  # open elements of <svg>/<math> ("svg:g", "html:p"), outermost first
     cdata: bool = False  # in a CDATA section (of SVG or MathML content)
+    alone: bool = False  # a value began this unquoted attribute value: nothing may follow it
 
 
 TEXT = Context()
@@ -558,8 +561,18 @@ _HTML = {
 }
 
 
+_ALONE = (
+    "a value at the start of an unquoted attribute value must be the whole value (an empty "
+    'one is written "", which the text after it would not continue); quote the attribute'
+)
+
+
 def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     """Parse *text* inside an attribute value: up to its end, decoded, in its content state."""
+    if ctx.alone and text:
+        if _UNQUOTED_END.match(text) is None:
+            raise ContextError(_ALONE)
+        ctx = ctx._replace(alone=False)
     if ctx.delim == " ":
         match = _UNQUOTED_END.search(text)
         end = len(text) if match is None else match.start()
@@ -1113,6 +1126,8 @@ def escaper_for(ctx: Context) -> str | None:
 
     Raises ContextError where no value may go.
     """
+    if ctx.alone:
+        raise ContextError(_ALONE)
     state = ctx.state
     if ctx.pending and state == S_TEXT:
         _refuse_odd_space(ctx.pending)
@@ -1247,7 +1262,7 @@ def after_value(ctx: Context) -> Context:
         # The attribute-name filter lets only names of plain attributes through.
         return _unknown_note(ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub=""))
     if state == S_BEFORE_VALUE:
-        return after_value(_value_start(ctx, " "))
+        return after_value(_value_start(ctx, " "))._replace(alone=True)
     if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
         # The value may have ended in a scheme, a path or a query: the next one gets the
         # strictest escaping of a URL part (which "?" or "#" in text resolves).  Where
