@@ -30,7 +30,8 @@ PACKAGE = REPO / "ptl_wsgi"
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["compiler", "htmlcontext", "_runtime", "headers", "_iterate", "tracebacks",
-         "_htmltext_py", "_htmltext_c", "pygments_lexer", "forms.inputs", "contrib"],
+         "_htmltext_py", "_htmltext_c", "_markup_format", "pygments_lexer", "forms.inputs",
+         "contrib"],
         1,
     ),
     **dict.fromkeys(
@@ -54,7 +55,10 @@ LAYERS: dict[str, int] = {
 
 # html re-exports the filters of _helpers, which are built on safety, which uses html;
 # html's htmlformat plans t-strings with escapers (built on html), imported on first use.
-ALLOWED_CYCLE_EDGES = (("html", "_helpers"), ("html", "escapers"))
+# _markup_format (under both twins' %, format and format_map) escapes values outside
+# text with the escapers, imported on first need: the one edge to a layer above.
+ALLOWED_UPWARD_EDGES = (("_markup_format", "escapers"),)
+ALLOWED_CYCLE_EDGES = (("html", "_helpers"), ("html", "escapers"), *ALLOWED_UPWARD_EDGES)
 # Read inside functions; the package's metadata, not one of its rooms.
 METADATA = "__version__"
 
@@ -129,7 +133,7 @@ def test_nothing_imports_a_room_above_it() -> None:
         f"{room} (layer {LAYERS[room]}) imports {target} (layer {LAYERS[target]})"
         for room, targets in _graph().items()
         for target in targets
-        if LAYERS[target] > LAYERS[room]
+        if LAYERS[target] > LAYERS[room] and (room, target) not in ALLOWED_UPWARD_EDGES
     ]
     assert upward == []
 

@@ -1,0 +1,212 @@
+"""Markup formatted at run time is escaped for the context each value lands in.
+
+``htmltext % args``, ``.format()`` and ``.format_map()`` (and so every translation
+``ptl_wsgi.i18n`` returns for a markup msgid) parse their trusted format string
+with the context engine, from text, as a compiled ``[html]`` template parses the
+same literal: a value in a URL, a script, a style or an unquoted attribute gets
+that context's escaper, not HTML escaping alone (issue #26, finding 1).
+
+Both twins (the ``impl`` fixture); the differential property at the end holds
+the run time to the compiler's output for the same literal.
+"""
+
+from __future__ import annotations
+
+import gettext
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from markupsafe import Markup
+from ptl_helpers import compiled
+
+from ptl_wsgi import i18n
+from ptl_wsgi.safety import UNSAFE_URL
+
+SCRIPT_URL = "javascript:alert(1)"
+ATTRIBUTES = "x autofocus onfocus=alert(1)"
+
+
+class _Tags(HTMLParser):
+    """The start tags of some markup, with their attributes as a browser decodes them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+
+def tags(markup: object) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    parser = _Tags()
+    parser.feed(str(markup))
+    parser.close()
+    return parser.tags
+
+
+def attribute(markup: object, name: str) -> str | None:
+    """The decoded value of the one attribute *name* in *markup*."""
+    found = [value for _, attrs in tags(markup) for key, value in attrs if key == name]
+    assert len(found) == 1, (markup, found)
+    return found[0]
+
+
+# -- hostile values: what HTML escaping alone let through ------------------------------------
+
+
+class TestPercent:
+    def test_a_script_url_is_not_kept_in_href(self, impl):
+        result = impl.htmltext('<a href="%s">x</a>') % SCRIPT_URL
+        assert type(result) is impl.htmltext
+        assert "javascript" not in str(result)
+        assert attribute(result, "href") == UNSAFE_URL
+
+    def test_a_script_url_in_a_tuple_and_in_a_mapping(self, impl):
+        result = impl.htmltext('<a href="%s" title="%s">x</a>') % (SCRIPT_URL, "<t>")
+        assert "javascript" not in str(result)
+        assert attribute(result, "title") == "<t>"
+        result = impl.htmltext('<a href="%(u)s">%(t)s</a>') % {"u": SCRIPT_URL, "t": "<b>"}
+        assert str(result) == f'<a href="{UNSAFE_URL}">&lt;b&gt;</a>'
+
+    def test_an_unquoted_value_cannot_add_attributes(self, impl):
+        result = impl.htmltext("<input name=q value=%s>") % ATTRIBUTES
+        assert tags(result) == [("input", [("name", "q"), ("value", ATTRIBUTES)])]
+
+    def test_an_onclick_string_cannot_be_left(self, impl):
+        result = impl.htmltext("<button onclick=\"go('%s')\">go</button>") % "');alert(1);('"
+        handler = attribute(result, "onclick")
+        assert handler is not None and handler.count("'") == 2, handler
+
+    def test_a_script_string_cannot_be_left(self, impl):
+        result = impl.htmltext('<script>var s = "%s";</script>') % '</script><script>alert(1)//"'
+        assert str(result).count("</script>") == 1
+        assert '"' not in str(result)[len('<script>var s = "') : -len('";</script>')]
+
+    def test_a_script_value_is_a_json_literal(self, impl):
+        result = impl.htmltext("<script>var n = %s;</script>") % "1; alert(1)"
+        assert str(result) == '<script>var n =  "1; alert(1)" ;</script>'
+
+    def test_a_style_value_is_filtered(self, impl):
+        result = impl.htmltext('<p style="color: %s">x</p>') % "red; background: url(x)"
+        assert "url" not in str(result)
+
+    def test_markup_keeps_its_markup_but_not_its_script_url(self, impl):
+        fmt = impl.htmltext('<a href="%s">%s</a>')
+        assert str(fmt % (impl.htmltext("/a?b=1&amp;c=2"), Markup("<i>x</i>"))) == (
+            '<a href="/a?b=1&amp;c=2"><i>x</i></a>'
+        )
+        assert "javascript" not in str(fmt % (impl.htmltext(SCRIPT_URL), "x"))
+
+    def test_conversions_are_applied_before_the_escaper(self, impl):
+        result = impl.htmltext('<a href="/q?x=%r&amp;y=%5s">x</a>') % ("a b", "é")
+        assert str(result) == '<a href="/q?x=%27a%20b%27&amp;y=%20%20%20%20%C3%A9">x</a>'
+
+    def test_numbers_are_digits(self, impl):
+        assert str(impl.htmltext("<h%d>x</h%d>") % (2, 2)) == "<h2>x</h2>"
+        assert str(impl.htmltext('<a href="/item/%d">x</a>') % -5) == '<a href="/item/-5">x</a>'
+        assert str(impl.htmltext('<a href="/item/%s">x</a>') % 5) == '<a href="/item/5">x</a>'
+        assert str(impl.htmltext("<script>f(%s)</script>") % -5) == "<script>f( -5 )</script>"
+
+    def test_percent_percent_is_literal(self, impl):
+        result = impl.htmltext('<p style="width: %d%%; color: %s">') % (50, "red;x:y")
+        assert str(result) == '<p style="width: 50%; color: ZptlZ">'
+
+
+class TestFormat:
+    def test_format_positional_and_keyword(self, impl):
+        result = impl.htmltext('<a href="{}">{label}</a>').format(SCRIPT_URL, label="<b>")
+        assert str(result) == f'<a href="{UNSAFE_URL}">&lt;b&gt;</a>'
+        result = impl.htmltext("<input value={0}>{0}").format(ATTRIBUTES)
+        assert tags(result) == [("input", [("value", ATTRIBUTES)])]
+
+    def test_format_map(self, impl):
+        result = impl.htmltext('<a href="{u}" onclick="f(\'{t}\')">x</a>').format_map(
+            {"u": SCRIPT_URL, "t": "');alert(1);('"}
+        )
+        assert "javascript" not in str(result)
+        handler = attribute(result, "onclick")
+        assert handler is not None and handler.count("'") == 2, handler
+
+    def test_attribute_index_conversion_and_spec_fields(self, impl):
+        class Site:
+            url = SCRIPT_URL
+            names = ["a b"]
+
+        site = Site()
+        fmt = impl.htmltext('<a href="/u?n={0.names[0]}&amp;r={0.url!r:>22}">x</a>')
+        assert str(fmt.format(site)) == (
+            '<a href="/u?n=a%20b&amp;r=%20%27javascript%3Aalert%281%29%27">x</a>'
+        )
+        assert str(impl.htmltext('<a href="{u}"></a>').format(u=SCRIPT_URL)) == (
+            f'<a href="{UNSAFE_URL}"></a>'
+        )
+
+    def test_braces_are_literal(self, impl):
+        result = impl.htmltext("<script>var o = {{a: {}}};</script>").format("x")
+        assert str(result) == '<script>var o = {a:  "x" };</script>'
+
+
+class TestRefused:
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda h: h('<a href="%s') % "x",
+            lambda h: h('<a href="{}').format("x"),
+            lambda h: h('<a href="{u}').format_map({"u": "x"}),
+            lambda h: h("<script>var a = %s;") % 1,
+        ],
+    )
+    def test_a_format_that_does_not_end_in_text(self, impl, call):
+        with pytest.raises(ValueError, match="not in text"):
+            call(impl.htmltext)
+
+    @pytest.mark.parametrize(
+        "call",
+        [lambda h: h("<%s>") % "script", lambda h: h("<a on{}=x>").format("click")],
+    )
+    def test_a_value_where_none_may_go(self, impl, call):
+        with pytest.raises(ValueError, match="no value may go"):
+            call(impl.htmltext)
+
+    def test_str_errors_come_first(self, impl):
+        with pytest.raises(TypeError, match="not enough arguments"):
+            impl.htmltext('<a href="%s%s') % "x"
+        with pytest.raises(ValueError, match="incomplete format"):
+            impl.htmltext('<a href="%s">%') % "x"
+        with pytest.raises(IndexError):
+            impl.htmltext('<a href="{}{}">').format("x")
+
+
+# -- i18n: translations of markup msgids are formatted the same way ---------------------------
+
+I18N_TEMPLATES = """\
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.i18n import _, gettext_lazy, ngettext, npgettext, pgettext
+
+LAZY = gettext_lazy(htmltext('<a href="%s">site</a>'))
+
+def render [html] (url, n):
+    _('Visit <a href="%s">their site</a>') % url
+    ngettext('<a href="%(u)s">one</a>', '<a href="%(u)s">%(n)d</a>', n) % {"u": url, "n": n}
+    pgettext("link", '<a href="{}">x</a>').format(url)
+    npgettext("link", '<a href="{u}">1</a>', '<a href="{u}">n</a>', n).format_map({"u": url})
+    LAZY % url
+"""
+
+
+def test_i18n_results_are_formatted_contextually() -> None:
+    i18n.install(gettext.NullTranslations())
+    module = compiled(I18N_TEMPLATES, "runtime_formatting_i18n")
+    result = str(module.render(SCRIPT_URL, 2))
+    assert "javascript" not in result
+    assert result.count(UNSAFE_URL) == 5
+    safe = str(module.render("/about", 2))
+    assert safe.count('href="/about"') == 5
+
+
+def test_lazy_text_percent_is_contextual() -> None:
+    from ptl_wsgi.html import htmltext
+
+    lazy: Any = i18n.gettext_lazy(htmltext("<input value=%s>"))
+    assert tags(lazy % ATTRIBUTES) == [("input", [("value", ATTRIBUTES)])]
