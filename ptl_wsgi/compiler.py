@@ -97,6 +97,16 @@ _CONTEXT_HELPERS = (
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
 )
+# htmltext's %, format() and format_map() escape each value for where it lands in the
+# format, parsed on its own from text (ptl_wsgi._markup_format); a literal format of an
+# [html] template calls these from ptl_wsgi.html instead, which HTML-escape every value:
+# the compiler planned the format where it is output (its values are escaped for it
+# already), or the template opted out of contextual escaping.
+_HTML_FORMATTERS = (
+    ("format_mod_html", "_ptl_html_mod"),
+    ("format_html", "_ptl_html_format"),
+    ("format_map_html", "_ptl_html_format_map"),
+)
 # Escapers (without their HTML layer) that leave an int's str as it is.
 _INT_SAFE = frozenset(
     {
@@ -488,6 +498,7 @@ class _Transformer(_ScopeWalker):
         self.loops: list[Context | None] = []
         self.escapers: set[str] = set()  # escaper names used, for the prologue
         self.helpers: set[str] = set()  # _CONTEXT_HELPERS used
+        self.formatters: set[str] = set()  # _HTML_FORMATTERS used
         self.output_value: ast.expr | None = None  # an output statement's whole value
         self.template: ast.AST | None = None  # the template being visited
         self.report = report  # (line, column, context, escaper) of each value, for `check`
@@ -1393,6 +1404,25 @@ class _Transformer(_ScopeWalker):
                     self.visit_spec_fields(field.format_spec)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        literal = (
+            self.kind == "html"
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and type(node.left.value) is str
+        )
+        visited = self.visit_percent(node)
+        if not literal:
+            return visited
+        return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
+
+    def formatted(
+        self, formatter: str, args: list[ast.expr], keywords: list[ast.keyword], node: ast.expr
+    ) -> ast.expr:
+        """A call of *formatter* (an _HTML_FORMATTERS alias) in place of *node*."""
+        self.formatters.add(formatter)
+        return _located(ast.Call(_name(formatter, node), args, keywords), node)
+
+    def visit_percent(self, node: ast.BinOp) -> ast.AST:
         if not (
             self.tracking
             and isinstance(node.op, ast.Mod)
@@ -1501,6 +1531,25 @@ class _Transformer(_ScopeWalker):
         )
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        method = (
+            func.attr
+            if self.kind == "html"
+            and isinstance(func, ast.Attribute)
+            and func.attr in ("format", "format_map")
+            and isinstance(func.value, ast.Constant)
+            and type(func.value.value) is str
+            else None
+        )
+        visited = self.visit_format(node)
+        if method is None or (method == "format_map" and self.tracking):
+            # (A literal's format_map() is not planned here: htmltext's plans it at run time.)
+            return visited
+        assert isinstance(func, ast.Attribute)  # (visited in place: func.value is the literal)
+        alias = "_ptl_html_format" if method == "format" else "_ptl_html_format_map"
+        return self.formatted(alias, [func.value, *node.args], node.keywords, node)
+
+    def visit_format(self, node: ast.Call) -> ast.AST:
         if not (
             self.tracking
             and isinstance(node.func, ast.Attribute)
@@ -2227,10 +2276,18 @@ def _escaper_imports(transformer: _Transformer, used: set[str]) -> list[ast.stmt
         [(name, _ESCAPER + name) for name in transformer.escapers if _ESCAPER + name in used]
         + [(name, alias) for name, alias in _CONTEXT_HELPERS if alias in transformer.helpers]
     )
-    if not names:
-        return []
-    aliases = [ast.alias(name=name, asname=asname) for name, asname in names]
-    return [ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0)]
+    formatters = [
+        ast.alias(name=name, asname=alias)
+        for name, alias in _HTML_FORMATTERS
+        if alias in transformer.formatters
+    ]
+    imports: list[ast.stmt] = []
+    if formatters:
+        imports.append(ast.ImportFrom(module="ptl_wsgi.html", names=formatters, level=0))
+    if names:
+        aliases = [ast.alias(name=name, asname=asname) for name, asname in names]
+        imports.append(ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0))
+    return imports
 
 
 def _is_future_import(statement: ast.stmt) -> bool:

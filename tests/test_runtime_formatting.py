@@ -210,3 +210,37 @@ def test_lazy_text_percent_is_contextual() -> None:
 
     lazy: Any = i18n.gettext_lazy(htmltext("<input value=%s>"))
     assert tags(lazy % ATTRIBUTES) == [("input", [("value", ATTRIBUTES)])]
+
+
+# -- compiled templates: the compiler's plan, not the run time's ----------------------------
+
+SPLIT_TAG = """\
+def item [html] (n, url):
+    '<a href="/item/%d' % n
+    '?next=%(u)s">x</a>' % {"u": url}
+    '<b title="{}'.format(url)
+    '">y</b>'
+"""
+
+OPTED_OUT = """\
+__ptl_contextual__ = False
+
+def link [html] (url):
+    '<a href="%s">x</a>' % url
+    '<a href="{}">x</a>'.format(url)
+    '<a href="{u}">x</a>'.format_map({"u": url})
+"""
+
+
+def test_a_template_may_format_part_of_a_tag_in_an_output_statement() -> None:
+    # Its literal formats are planned where they are output (and their values escaped
+    # for it) by the compiler: they do not have to end in text on their own.
+    module = compiled(SPLIT_TAG, "runtime_formatting_split")
+    assert str(module.item(7, "/a b")) == (
+        '<a href="/item/7?next=%2Fa%20b">x</a><b title="/a b">y</b>'
+    )
+
+
+def test_a_template_that_opts_out_keeps_html_escaping() -> None:
+    module = compiled(OPTED_OUT, "runtime_formatting_opted_out")
+    assert str(module.link(SCRIPT_URL)).count(f'href="{SCRIPT_URL}"') == 3
