@@ -709,15 +709,46 @@ def _rewrite_format(fmt: str) -> str | tuple[str, ValueError]:
 
 
 def _refuse(rewritten: tuple[str, ValueError], args: tuple[Any, ...], kwargs: Any) -> NoReturn:
-    """Raise the ValueError of a refused format, after str.format's own errors."""
+    """Raise the ValueError of a refused format, after str.format's own errors (a
+    malformed format, a missing argument or key), which stand-ins find without
+    running any code of the values'."""
     plain, refusal = rewritten
     if kwargs is None:
-        str.format_map(plain, _MappingProxy(args[0]))
+        str.format_map(plain, _StandInMapping(args[0]))
     else:
-        str.format(
-            plain, *[_FieldProxy(a) for a in args], **{k: _FieldProxy(v) for k, v in kwargs.items()}
-        )
+        str.format(plain, *[_STAND_IN] * len(args), **dict.fromkeys(kwargs, _STAND_IN))
     raise type(refusal)(*refusal.args)
+
+
+class _StandIn:
+    """A format argument with every attribute and item, which formats as nothing."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> _StandIn:
+        return self
+
+    def __getitem__(self, key: Any) -> _StandIn:
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return ""
+
+
+_STAND_IN = _StandIn()
+
+
+class _StandInMapping:
+    """The mapping's keys (str.format_map's KeyError is the mapping's), stand-in values."""
+
+    __slots__ = ("_mapping",)
+
+    def __init__(self, mapping: Any) -> None:
+        self._mapping = mapping
+
+    def __getitem__(self, key: Any) -> _StandIn:
+        _ = self._mapping[key]  # its KeyError, if any
+        return _STAND_IN
 
 
 class _FieldProxy:

@@ -17,6 +17,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markupsafe import Markup
 from ptl_helpers import compiled
 
@@ -175,7 +177,18 @@ class TestRefused:
         with pytest.raises(ValueError, match="incomplete format"):
             impl.htmltext('<a href="%s">%') % "x"
         with pytest.raises(IndexError):
-            impl.htmltext('<a href="{}{}">').format("x")
+            impl.htmltext('<a href="{}{}').format("x")
+        with pytest.raises(KeyError):
+            impl.htmltext('<a href="{u}').format_map({})
+        with pytest.raises(ValueError, match="Single '}'"):
+            impl.htmltext('<a href="{}}').format("x")
+
+    def test_no_value_is_formatted_before_a_refusal(self, impl):
+        # (Markup refuses a spec: its error would come first if it were formatted.)
+        with pytest.raises(ValueError, match="not in text"):
+            impl.htmltext('<b>{:>5}</b><a href="{}').format(Markup("<i>"), "x")
+        with pytest.raises(ValueError, match="not in text"):
+            impl.htmltext('<b>%5s</b><a href="%s') % (Markup("<i>"), "x")
 
 
 # -- i18n: translations of markup msgids are formatted the same way ---------------------------
@@ -244,3 +257,146 @@ def test_a_template_may_format_part_of_a_tag_in_an_output_statement() -> None:
 def test_a_template_that_opts_out_keeps_html_escaping() -> None:
     module = compiled(OPTED_OUT, "runtime_formatting_opted_out")
     assert str(module.link(SCRIPT_URL)).count(f'href="{SCRIPT_URL}"') == 3
+
+
+# -- the differential property: run time == compiled, for the same literal -------------------
+
+# (before, after) a hole, in many contexts; each pair is balanced, so any sequence is too.
+CONTEXTS = [
+    ("<p>", "</p>"),
+    ('<b title="', '">t</b>'),
+    ("<b title='", "'>t</b>"),
+    ("<input value=", ">"),
+    ('<a href="', '">a</a>'),
+    ('<a href="/p/', '">a</a>'),
+    ('<a href="/s?q=', '&amp;r=1">a</a>'),
+    ('<img srcset="', '">'),
+    ("<button onclick=\"f('", "')\">b</button>"),
+    ('<button onclick="f(', ')">b</button>'),
+    ('<script>var s = "', '";</script>'),
+    ("<script>var v = ", ";</script>"),
+    ("<script>var t = `", "`;</script>"),
+    ('<p style="color: ', '">c</p>'),
+    ("<style>p { color: ", " }</style>"),
+    ("<title>", "</title>"),
+    ("<textarea>", "</textarea>"),
+    ("<!-- ", " -->"),
+    ("<input ", ">"),
+    ("<h", ">h</h1>"),  # a name: only a number may go here
+    ("50%% <i>", "</i>"),
+]
+# Where no value may go: both refuse (a compile error, a ValueError at run time).
+REFUSING = [("<a on", "=x>a</a>"), ('<a href="javascript:', '">a</a>'), ("<!DOCTYPE ", ">")]
+contexts = st.one_of(st.sampled_from(CONTEXTS), st.sampled_from(CONTEXTS),
+                     st.sampled_from(CONTEXTS), st.sampled_from(REFUSING))  # fmt: skip
+HOSTILE = [
+    SCRIPT_URL,
+    " JavaScript:alert(1)",
+    "/a b?c=d&e='f'",
+    'x" onmouseover="alert(1)',
+    "x' autofocus onfocus='alert(1)",
+    ATTRIBUTES,
+    "</script><script>alert(1)</script>",
+    "');alert(1);//",
+    "red; background: url(javascript:alert(1))",
+    "--><b>",
+    "${alert(1)}`",
+    "",
+    "é\u2028ü",
+]
+hostile_values = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.text(st.sampled_from(list("<>&\"'`/\\:;=() -aJ")), max_size=8),
+    st.sampled_from(HOSTILE).map(Markup),
+    st.integers(-300, 300),
+    st.sampled_from([None, True, 0.5, -2.25, float("inf")]),
+)
+PERCENT_FIELDS = ["s", "s", "r", "d", "5s", ".3s", "05d", "a"]
+BRACE_FIELDS = ["", "", "!r", ":>6", "!s:.3", ":^7", "!a"]
+
+
+@st.composite
+def percent_cases(draw: Any) -> tuple[str, str, Any]:
+    """A %-format, the template that formats it, and its values (a tuple or a dict)."""
+    holes = draw(st.lists(st.tuples(contexts, st.sampled_from(PERCENT_FIELDS)),
+                          min_size=1, max_size=3))  # fmt: skip
+    keyed = draw(st.booleans())
+    fmt = ""
+    for index, ((before, after), field) in enumerate(holes):
+        fmt += before + ("%" + (f"(k{index})" if keyed else "") + field) + after
+    values = [draw(hostile_values) for _ in holes]
+    names = [f"a{i}" for i in range(len(holes))]
+    if keyed:
+        right = "{" + ", ".join(f"'k{i}': {n}" for i, n in enumerate(names)) + "}"
+        arg: Any = {f"k{i}": v for i, v in enumerate(values)}
+    else:
+        right = "(" + "".join(f"{n}, " for n in names) + ")"
+        arg = tuple(values)
+    source = f"def render [html] ({', '.join(names)}):\n    {fmt!r} % {right}\n"
+    return fmt, source, arg
+
+
+@st.composite
+def brace_cases(draw: Any) -> tuple[str, str, str, Any]:
+    """A str.format string with positional fields, the same with named fields
+    (``a0``...), the f-string template with the same fields, and the values."""
+    holes = draw(st.lists(st.tuples(contexts, st.sampled_from(BRACE_FIELDS)),
+                          min_size=1, max_size=3))  # fmt: skip
+    fmt = named = ""
+    for index, ((before, after), field) in enumerate(holes):
+        before, after = before.replace("%%", "%"), after.replace("%%", "%")
+        literal = (before + "\0" + after).replace("{", "{{").replace("}", "}}")
+        fmt += literal.replace("\0", "{" + field + "}")
+        named += literal.replace("\0", "{a" + str(index) + field + "}")
+    values = tuple(draw(hostile_values) for _ in holes)
+    names = ", ".join(f"a{i}" for i in range(len(holes)))
+    source = f"def render [html] ({names}):\n    f{named!r}\n"
+    return fmt, named, source, values
+
+
+_compiled: dict[str, Any] = {}
+
+
+def compiled_outcome(source: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+    """What the compiled template gives: ("ok", text), ("refused", None) or ("error", type)."""
+    if source not in _compiled:
+        try:
+            _compiled[source] = compiled(source, "runtime_formatting_case").render
+        except SyntaxError:
+            _compiled[source] = None
+    render = _compiled[source]
+    if render is None:
+        return "refused", None
+    try:
+        return "ok", str(render(*args))
+    except Exception as exc:
+        return "error", type(exc)
+
+
+def runtime_outcome(call: Any) -> tuple[str, Any]:
+    try:
+        return "ok", str(call())
+    except (TypeError, ValueError, OverflowError) as exc:
+        if type(exc).__name__ == "ContextError":
+            return "refused", None
+        return "error", type(exc)
+
+
+@settings(max_examples=300)
+@given(percent_cases())
+def test_percent_at_run_time_is_the_compiled_output(impl, case):
+    fmt, source, arg = case
+    args = tuple(arg.values()) if isinstance(arg, dict) else arg
+    expected = compiled_outcome(source, args)
+    assert runtime_outcome(lambda: impl.htmltext(fmt) % arg) == expected, source
+
+
+@settings(max_examples=300)
+@given(brace_cases())
+def test_format_at_run_time_is_the_compiled_output(impl, case):
+    fmt, named, source, args = case
+    expected = compiled_outcome(source, args)
+    assert runtime_outcome(lambda: impl.htmltext(fmt).format(*args)) == expected, source
+    mapping = {f"a{i}": value for i, value in enumerate(args)}
+    assert runtime_outcome(lambda: impl.htmltext(named).format(**mapping)) == expected, source
+    assert runtime_outcome(lambda: impl.htmltext(named).format_map(mapping)) == expected, source
