@@ -230,7 +230,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl, context_report
+    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -241,6 +241,8 @@ def _check(args: argparse.Namespace) -> int:
                 for line, col, context, escaper in context_report(source, path):
                     how = f"escaper {escaper}" if escaper else "HTML escaping"
                     print(f"{path}:{line}:{col}: {context}: {how}")
+            for line, col, message in concatenation_warnings(source, path):
+                print(f"{path}:{line}:{col}: warning: {message}", file=sys.stderr)
             compile_ptl(source, path)
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)

@@ -62,6 +62,7 @@ __all__ = [
     "TemplateScopes",
     "OPT_OUT",
     "compile_ptl",
+    "concatenation_warnings",
     "context_report",
     "mark_html_template",
     "mark_plain_template",
@@ -485,6 +486,7 @@ class _Transformer(_ScopeWalker):
         lines: list[str],
         contextual: bool = True,
         report: list[tuple[int, int, str, str | None]] | None = None,
+        warnings: list[tuple[int, int, str]] | None = None,
     ) -> None:
         super().__init__(templates)
         self.filename = filename
@@ -502,6 +504,8 @@ class _Transformer(_ScopeWalker):
         self.output_value: ast.expr | None = None  # an output statement's whole value
         self.template: ast.AST | None = None  # the template being visited
         self.report = report  # (line, column, context, escaper) of each value, for `check`
+        self.warnings = warnings  # (line, column, message), for `check`
+        self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
@@ -1410,10 +1414,74 @@ class _Transformer(_ScopeWalker):
             and isinstance(node.left, ast.Constant)
             and type(node.left.value) is str
         )
+        if self.warnings is not None and self.tracking and isinstance(node.op, ast.Add):
+            self.check_concatenation(node)
         visited = self.visit_percent(node)
         if not literal:
             return visited
         return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
+
+    def check_concatenation(self, node: ast.BinOp) -> None:
+        """Warn where ``+`` adds a value to markup that ends outside text.
+
+        ``htmltext + value`` escapes the value as HTML wherever it lands; a format
+        (an f-string, ``%``) would give it its context's escaper.  The chain is
+        followed from where the output is (an output statement's whole value) or
+        from text; a value in text or a quoted plain attribute is fine.
+        """
+        if id(node) in self.added:
+            return
+        operands: list[ast.expr] = []
+
+        def flatten(part: ast.expr) -> None:
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
+                self.added.add(id(part))
+                flatten(part.left)
+                flatten(part.right)
+            else:
+                operands.append(part)
+
+        flatten(node)
+        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+            return  # no literal: not markup this template wrote (numbers, str values)
+        ctx = (self.ctx or TEXT) if node is self.output_value else TEXT
+        for operand in operands:
+            try:
+                text = _text_of(operand)
+                if text is not None:
+                    ctx = advance(ctx, text)
+                    continue
+                if _is_fstring(operand):
+                    for part in operand.values:  # type: ignore[attr-defined]
+                        part_text = _text_of(part)
+                        ctx = after_value(ctx) if part_text is None else advance(ctx, part_text)
+                    continue
+            except ContextError:
+                return  # markup the compiler cannot follow: not this check's to report
+            try:
+                escaper = escaper_for(ctx)
+            except ContextError as exc:
+                self.warn_concatenation(operand, ctx, None, str(exc))
+                return
+            if escaper is not None:
+                self.warn_concatenation(operand, ctx, escaper)
+            ctx = after_value(ctx)
+
+    def warn_concatenation(
+        self, node: ast.expr, ctx: Context, escaper: str | None, refused: str = ""
+    ) -> None:
+        assert self.warnings is not None
+        where = describe(settle(ctx))
+        need = f"its escaper would be {escaper}" if escaper else f"no value may go there: {refused}"
+        self.warnings.append(
+            (
+                node.lineno,
+                node.col_offset,
+                f"a value added with '+' to markup lands in {where}, where it is only "
+                f"HTML-escaped ({need}); write the markup and the value as one f-string "
+                "or '%' format",
+            )
+        )
 
     def formatted(
         self, formatter: str, args: list[ast.expr], keywords: list[ast.keyword], node: ast.expr
@@ -2021,6 +2089,24 @@ def context_report(
     ]
 
 
+def concatenation_warnings(
+    source: str | bytes, filename: str = "<ptl>"
+) -> list[tuple[int, int, str]]:
+    """Where an ``[html]`` template adds a value with ``+`` to markup that ends outside text.
+
+    Line, column (characters from 1) and message of each, for ``ptl-wsgi check``:
+    ``'<a href="' + url + '">'`` HTML-escapes *url* (``htmltext``'s ``+`` cannot know
+    where it lands), where a format would check and encode it.  Raises SyntaxError
+    as compiling does.
+    """
+    original = _split_lines(source, filename)
+    warnings: list[tuple[int, int, str]] = []
+    _on_fresh_stack(_parse_lines, original, filename, None, warnings)
+    return [
+        (line, _char_col(original[line - 1], col) + 1, message) for line, col, message in warnings
+    ]
+
+
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
     """Compile PTL *source* to a module code object whose filename is *filename*.
 
@@ -2044,6 +2130,7 @@ def _parse_lines(
     original: list[str],
     filename: str,
     report: list[tuple[int, int, str, str | None]] | None = None,
+    warnings: list[tuple[int, int, str]] | None = None,
 ) -> tuple[ast.Module, int, _Spot | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
@@ -2078,7 +2165,12 @@ def _parse_lines(
             pass  # reported, better located, when the transformed tree is compiled
     with _recursion_room(depth), _nesting_limit(filename, original, deepest):
         transformer = _Transformer(
-            templates, filename, original, contextual=not _opts_out(tree.body), report=report
+            templates,
+            filename,
+            original,
+            contextual=not _opts_out(tree.body),
+            report=report,
+            warnings=warnings,
         )
         transformer.reads_frames = _reads_frames(tree)
         tree = transformer.visit(tree)
