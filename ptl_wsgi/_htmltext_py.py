@@ -697,7 +697,7 @@ def _rewrite_format(fmt: str) -> str | tuple[str, ValueError]:
             text = ""
     strings.append(text)
     try:
-        escapers = _markup_format.format_plan(tuple(strings))
+        escapers = _markup_format.plan(tuple(strings))
     except ValueError as exc:
         return plain, exc
     if escapers is None:

@@ -14,9 +14,10 @@ the place it lands, as a compiled ``[html]`` template does for the same literal
   followed as its digits (``<h%d>``), as the compiler does.
 
 The twins (``_htmltext_py``, which the C twin's ``%``, ``format`` and
-``format_map`` call) ask :func:`percent_plan` and :func:`format_plan` when they
-cut a format (cached with the cut), and format a planned value with
-:func:`percent_escaped` or :func:`field_escaped`.  A format without ``<`` is
+``format_map`` call) ask :func:`percent_plan` (escaper functions) or :func:`plan`
+(escaper names, for ``str.format``) when they cut a format (cached with the
+cut), and format a planned value with :func:`percent_escaped` or
+:func:`field_escaped`.  A format without ``<`` is
 text from end to end: neither the engine nor the escapers are imported for it.
 
 This room is layer 1; the escapers are built on ``ptl_wsgi.html`` (layer 2), so
@@ -39,7 +40,6 @@ __all__ = [
     "digits_only",
     "escaper",
     "field_escaped",
-    "format_plan",
     "percent_escaped",
     "percent_plan",
     "plan",
@@ -146,15 +146,6 @@ def percent_escaped(escaper: Escaper, field: str, values: tuple[Any, ...], value
 
 
 # -- str.format ---------------------------------------------------------------------
-
-
-def format_plan(strings: tuple[str, ...]) -> tuple[str | None, ...] | None:
-    """The escaper name of each top-level field of a ``str.format`` string, or None.
-
-    *strings* are the literal texts around the fields (``{{`` made ``{``).
-    Raises as :func:`plan` does.
-    """
-    return plan(strings)
 
 
 def field_escaped(name: str, value: Any, spec: str) -> str:

@@ -172,7 +172,9 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             "A str of trusted markup.\n\n"
             "``htmltext(x)`` trusts ``x``: its ``__html__()`` if it has one, else ``str(x)``.\n"
             "Operators and methods escape every operand or argument that is not\n"
-            "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext."
+            "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext;\n"
+            "``%``, ``format`` and ``format_map`` escape each value for the place it\n"
+            "lands in the format (a URL, a script, ...), as a compiled template does."
         ),
         "__repr__": lambda self: f"{type(self).__name__}({str.__repr__(self)})",
         "__reduce_ex__": __reduce_ex__,
