@@ -40,6 +40,8 @@ from importlib.util import decode_source
 from types import CodeType
 from typing import Any, Protocol, TypeVar, cast
 
+from ptl_wsgi._markup_format import digits_only
+
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
 from ptl_wsgi.htmlcontext import (
@@ -1673,22 +1675,11 @@ class _Transformer(_ScopeWalker):
 
 
 def _digits_only(field: re.Match[str]) -> bool:
-    """Whether %-conversion *field* can output only digits and a sign, never a letter or space.
-
-    Only ``%d``, ``%i`` and ``%u`` can: ``%x`` and ``%c`` give letters, ``%o`` and
-    ``%x`` with ``#`` a ``0o`` or ``0x`` prefix, the float conversions ``inf``,
-    ``nan`` and exponents, the `` `` flag and a width without ``0`` spaces.  Such
-    a field is followed as a digit (it may go where a name goes, ``<h%d>``); any
-    other is a value, escaped for its context.
-    """
-    if field.group(4) not in "diu":
-        return False
-    spec = field.group()[field.end(1) + 1 - field.start() if field.group(1) is not None else 1 :]
-    flags = spec[: len(spec) - len(spec.lstrip("#0- +"))]
-    width = field.group(2)
-    if " " in flags or width == "*" or field.group(3) == "*":
-        return False
-    return width is None or ("0" in flags and "-" not in flags)
+    """Whether %-conversion *field* can output only digits and a sign (``%d``, ``%05d``):
+    followed as a number, not escaped; the rule is ``_markup_format.digits_only``'s,
+    which htmltext's ``%`` follows at run time."""
+    key = field.group(1)
+    return digits_only(field.group() if key is None else "%" + field.group()[len(key) + 3 :])
 
 
 _PERCENT_SPEC = re.compile(
