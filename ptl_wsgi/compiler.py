@@ -508,6 +508,9 @@ class _Transformer(_ScopeWalker):
         self.report = report  # (line, column, context, escaper) of each value, for `check`
         self.warnings = warnings  # (line, column, message), for `check`
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
+        # For those warnings: names bound in the template to markup built with "+" (or a
+        # TemplateIO), and the context that markup ends in.
+        self.accumulators: dict[str, Context] = {}
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
@@ -569,6 +572,7 @@ class _Transformer(_ScopeWalker):
     def scope(self, kind: str | None, tracking: bool = False) -> Iterator[None]:
         outer = self.finally_output, self.guarded, self.tracking, self.ctx, self.loops
         catchers, self.catchers = self.catchers, []
+        accumulators, self.accumulators = self.accumulators, {}
         self.finally_output, self.guarded = None, False
         self.tracking, self.ctx, self.loops = tracking, TEXT if tracking else None, []
         try:
@@ -577,6 +581,7 @@ class _Transformer(_ScopeWalker):
         finally:
             self.finally_output, self.guarded, self.tracking, self.ctx, self.loops = outer
             self.catchers = catchers
+            self.accumulators = accumulators
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -1433,20 +1438,24 @@ class _Transformer(_ScopeWalker):
         """
         if id(node) in self.added:
             return
-        operands: list[ast.expr] = []
-
-        def flatten(part: ast.expr) -> None:
-            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
-                self.added.add(id(part))
-                flatten(part.left)
-                flatten(part.right)
-            else:
-                operands.append(part)
-
-        flatten(node)
+        operands = self.chain(node)
         if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
             return  # no literal: not markup this template wrote (numbers, str values)
         ctx = (self.ctx or TEXT) if node is self.output_value else TEXT
+        self.follow_concatenation(operands, ctx, "+")
+
+    def chain(self, value: ast.expr) -> list[ast.expr]:
+        """The operands of "+" chain *value*, its "+" nodes marked as checked."""
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            self.added.add(id(value))
+            return [*self.chain(value.left), *self.chain(value.right)]
+        return [value]
+
+    def follow_concatenation(
+        self, operands: list[ast.expr], ctx: Context, operator: str
+    ) -> Context | None:
+        """Follow markup *operands* added in turn from *ctx*, warning for each value that
+        lands outside text; the context after them, or None where it cannot be followed."""
         for operand in operands:
             try:
                 text = _text_of(operand)
@@ -1459,18 +1468,61 @@ class _Transformer(_ScopeWalker):
                         ctx = after_value(ctx) if part_text is None else advance(ctx, part_text)
                     continue
             except ContextError:
-                return  # markup the compiler cannot follow: not this check's to report
+                return None  # markup the compiler cannot follow: not this check's to report
             try:
                 escaper = escaper_for(ctx)
             except ContextError as exc:
-                self.warn_concatenation(operand, ctx, None, str(exc))
-                return
+                self.warn_concatenation(operand, ctx, None, operator, str(exc))
+                return None
             if escaper is not None:
-                self.warn_concatenation(operand, ctx, escaper)
+                self.warn_concatenation(operand, ctx, escaper, operator)
             ctx = after_value(ctx)
+        return ctx
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if self.warnings is not None and self.tracking:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.accumulators.pop(target.id, None)
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                start = self.accumulated(node.value)
+                if start is not None:
+                    self.accumulators[node.targets[0].id] = start
+        return self.generic_visit(node)
+
+    def accumulated(self, value: ast.expr) -> Context | None:
+        """The context markup *value* ends in, if it starts an accumulation: a literal, a
+        "+" chain with one, or a ``TemplateIO()``; None for anything else."""
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, (ast.Name, ast.Attribute)):
+            name = func.id if isinstance(func, ast.Name) else func.attr
+            return TEXT if name == "TemplateIO" else None
+        operands = _added(value)
+        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+            return None
+        warnings, self.warnings = self.warnings, []  # (the chain warns when it is visited)
+        try:
+            return self.follow_concatenation(operands, TEXT, "+")
+        finally:
+            self.warnings = warnings
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        target = node.target
+        if self.warnings is not None and self.tracking and isinstance(target, ast.Name):
+            ctx = self.accumulators.pop(target.id, None)
+            if ctx is not None and isinstance(node.op, ast.Add):
+                after = self.follow_concatenation(self.chain(node.value), ctx, "+=")
+                if after is not None:
+                    self.accumulators[target.id] = after
+        return self.generic_visit(node)
 
     def warn_concatenation(
-        self, node: ast.expr, ctx: Context, escaper: str | None, refused: str = ""
+        self,
+        node: ast.expr,
+        ctx: Context,
+        escaper: str | None,
+        operator: str,
+        refused: str = "",
     ) -> None:
         assert self.warnings is not None
         where = describe(settle(ctx))
@@ -1479,7 +1531,7 @@ class _Transformer(_ScopeWalker):
             (
                 node.lineno,
                 node.col_offset,
-                f"a value added with '+' to markup lands in {where}, where it is only "
+                f"a value added with '{operator}' to markup lands in {where}, where it is only "
                 f"HTML-escaped ({need}); write the markup and the value as one f-string "
                 "or '%' format",
             )
@@ -1672,6 +1724,13 @@ class _Transformer(_ScopeWalker):
                 keyword = node.keywords[index - len(node.args)]
                 keyword.value = self.escaped(_Value(keyword.value, keyword.value, _FIELD), escaper)
         return node
+
+
+def _added(value: ast.expr) -> list[ast.expr]:
+    """The operands of a "+" chain, in order (*value* alone if it is not one)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return [*_added(value.left), *_added(value.right)]
+    return [value]
 
 
 def _digits_only(field: re.Match[str]) -> bool:

@@ -273,3 +273,33 @@ def test_check_warns_where_a_value_is_added_to_markup_outside_text(tmp_path: Pat
         "double-quoted URL attribute value, where it is only HTML-escaped (its escaper would "
         f"be url_path_q); {hint}",
     ]
+
+
+def test_check_follows_markup_accumulated_with_plus_equals(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "page.ptl": (
+                "from ptl_wsgi.html import TemplateIO\n"
+                "def f [html] (url, name):\n"
+                "    s = '<a href=\"'\n"
+                "    s += url\n"
+                "    s += '\">x</a>'\n"
+                "    s\n"
+                "    r = TemplateIO(html=True)\n"
+                "    r += '<b title=\"'\n"
+                "    r += name\n"
+                "    r += '\" onclick=\"go(' + name\n"
+                "    r += ')\">x</b>'\n"
+                "    r.getvalue()\n"
+            ),
+        },
+    )
+    result = run("check", "page.ptl", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert [line.split(" where it is")[0] for line in result.stderr.splitlines()] == [
+        "page.ptl:4:10: warning: a value added with '+=' to markup lands in a URL (start) in "
+        "a double-quoted URL attribute value,",
+        "page.ptl:10:29: warning: a value added with '+=' to markup lands in a JavaScript "
+        "expression in a double-quoted event handler attribute value,",
+    ]
