@@ -568,6 +568,14 @@ def _format_mod(fmt: str, arg: Any, contextual: bool) -> str:
             out.append(markup_of(value))
         out.append(tail)
         return "".join(out)
+    if simple and type(plan) is tuple and len(args) == len(units):
+        # Bare %s fields, as many as values: str's % cannot refuse them.
+        out = []
+        for unit, value, escaper in zip(units, args, plan, strict=True):
+            out.append(unit.literal)
+            out.append(markup_of(value) if escaper is None else str(escaper(value)))
+        out.append(tail)
+        return "".join(out)
     mapping = not is_tuple and not isinstance(arg, str) and _is_mapping(arg)
     shape = _shape(arg, mapping)
     failing = _failing_unit((fmt, *shape))
