@@ -84,6 +84,8 @@ class TestPercent:
         result = impl.htmltext('<script>var s = "%s";</script>') % '</script><script>alert(1)//"'
         assert str(result).count("</script>") == 1
         assert '"' not in str(result)[len('<script>var s = "') : -len('";</script>')]
+        # JS escapes, not HTML ones (a script's text is not decoded: "&lt;" would be data).
+        assert "&lt;" not in str(result) and "\\x3c" in str(result)
 
     def test_a_script_value_is_a_json_literal(self, impl):
         result = impl.htmltext("<script>var n = %s;</script>") % "1; alert(1)"
