@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import _string
 
+from ptl_wsgi.escaping import formatting as _markup_format
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any, TypeVar
+    from typing import Any, NoReturn, TypeVar
 
     _R = TypeVar("_R")
 
@@ -279,7 +280,7 @@ def loop_output(
 
 
 class _Unit:
-    __slots__ = ("literal", "source", "key", "stars", "end")
+    __slots__ = ("literal", "source", "key", "stars", "end", "field")
 
     def __init__(self, literal: str, source: str, key: str | None, stars: int, end: int) -> None:
         self.literal = literal  # the text before the unit, "%%" already made "%"
@@ -287,6 +288,8 @@ class _Unit:
         self.key = key
         self.stars = stars  # how many "*" take a width or precision from the values
         self.end = end  # where the unit ends in the format
+        # The conversion without its key: "%-5s".
+        self.field = source if key is None else "%" + source[len(key) + 3 :]
 
 
 def _memo(function: Callable[[Any], _R]) -> Callable[[Any], _R]:
@@ -313,10 +316,14 @@ def _memo(function: Callable[[Any], _R]) -> Callable[[Any], _R]:
     return memoized
 
 
+_UNPLANNED: Any = object()  # a cut's plan until _plan() makes it
+
+
 @_memo
-def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
-    """The units of *fmt*, the literal text after the last, and whether every
-    unit is a bare positional ``%s``.
+def _split_format(fmt: str) -> list[Any]:
+    """The units of *fmt*, the literal text after the last, whether every
+    unit is a bare positional ``%s``, and the contextual plan (_plan()):
+    ``[units, tail, simple, plan]``, the plan ``_UNPLANNED`` until asked for.
 
     The cut stops at anything it cannot read (``%(`` without its ``)``, a unit
     without a conversion character): str refuses such a format, and the check
@@ -344,7 +351,7 @@ def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
                 depth += {"(": 1, ")": -1}.get(fmt[j], 0)
                 j += 1
             if depth:
-                return tuple(units), "", False
+                return [tuple(units), "", False, None]
             key = fmt[i + 1 : j - 1]
             i = j
         while i < n and fmt[i] in "#0- +":
@@ -363,7 +370,7 @@ def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
         while i < n and fmt[i] in "hlL":
             i += 1
         if i >= n:
-            return tuple(units), "", False
+            return [tuple(units), "", False, None]
         i += 1
         source = fmt[start:i]
         simple = simple and source == "%s"
@@ -371,7 +378,23 @@ def _split_format(fmt: str) -> tuple[tuple[_Unit, ...], str, bool]:
         literal = []
         literal_start = i
     literal.append(fmt[literal_start:])
-    return tuple(units), "".join(literal), simple
+    return [tuple(units), "".join(literal), simple, _UNPLANNED]
+
+
+def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
+    """The escaper of each unit of a cut (``escaping.formatting.percent_plan``), None when
+    every unit lands in text, or the ValueError that refuses the format; kept in
+    the cut.  Not made for HTML-only formatting, which needs no context engine."""
+    units, tail = cut[0], cut[1]
+    plan: tuple[Any, ...] | ValueError | None
+    try:
+        plan = _markup_format.percent_plan(
+            (*(unit.literal for unit in units), tail), tuple(unit.field for unit in units)
+        )
+    except ValueError as exc:
+        plan = exc
+    cut[3] = plan
+    return plan
 
 
 _stand_in_types: dict[tuple[str, str, str, type], type] = {}
@@ -467,9 +490,13 @@ def _is_mapping(arg: Any) -> bool:
     return True
 
 
-def _format_unit(unit: _Unit, value: Any, shown: Any) -> str:
+def _format_unit(unit: _Unit, value: Any, shown: Any, escaper: Any = None) -> str:
     """One unit formatted by str: *value* is what it gets (a tuple, a mapping
-    or the single value), *shown* the value it converts."""
+    or the single value), *shown* the value it converts; with an *escaper*
+    (the unit lands outside text), that escaper's output."""
+    if escaper is not None:
+        values = value if type(value) is tuple else (shown,)
+        return _markup_format.percent_escaped(escaper, unit.field, values, shown)
     if unit.source[-1] == "s" and type(shown) is not str:
         html = getattr(shown, "__html__", None)
         if html is not None:
@@ -483,11 +510,33 @@ def _format_unit(unit: _Unit, value: Any, shown: Any) -> str:
 
 
 def format_mod(fmt: str, arg: Any, /) -> str:
-    """``fmt % arg`` with every conversion escaped; returns markup as str.
+    """``fmt % arg`` with every conversion escaped for its context; returns markup as str.
 
-    Errors are str's: same exceptions and messages, raised in the same order.
+    *fmt* is parsed from text (``escaping.formatting``): a value in text or a quoted
+    plain attribute is HTML-escaped, one in a URL, script, style, unquoted
+    attribute, ... gets that context's escaper.  Errors are str's: same
+    exceptions and messages, raised in the same order, before the ValueError
+    of a format that does not end in text or puts a value where none may go.
     """
-    units, tail, simple = _split_format(fmt)
+    return _format_mod(fmt, arg, True)
+
+
+def format_mod_html(fmt: str, arg: Any, /) -> str:
+    """``fmt % arg`` with every conversion HTML-escaped, wherever it lands.
+
+    For formats the compiler planned (their values are escaped already for
+    where they land) and templates that opt out of contextual escaping.
+    """
+    return _format_mod(fmt, arg, False)
+
+
+def _format_mod(fmt: str, arg: Any, contextual: bool) -> str:
+    cut = _split_format(fmt)
+    units, tail, simple, plan = cut
+    if not contextual:
+        plan = None
+    elif plan is _UNPLANNED:
+        plan = _plan(cut)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.
@@ -497,36 +546,50 @@ def format_mod(fmt: str, arg: Any, /) -> str:
         args = arg
     else:
         args = tuple.__getitem__(arg, slice(None))
-    if simple and len(args) == len(units):
+    if simple and plan is None and len(args) == len(units):
         out = []
         for unit, value in zip(units, args, strict=True):
             out.append(unit.literal)
             out.append(markup_of(value))
         out.append(tail)
         return "".join(out)
+    if simple and type(plan) is tuple and len(args) == len(units):
+        # Bare %s fields, as many as values: str's % cannot refuse them.
+        out = []
+        for unit, value, escaper in zip(units, args, plan, strict=True):
+            out.append(unit.literal)
+            out.append(markup_of(value) if escaper is None else str(escaper(value)))
+        out.append(tail)
+        return "".join(out)
     mapping = not is_tuple and not isinstance(arg, str) and _is_mapping(arg)
     shape = _shape(arg, mapping)
     failing = _failing_unit((fmt, *shape))
+    escapers = None
+    if plan is not None and failing is None:
+        if isinstance(plan, ValueError):
+            raise type(plan)(*plan.args)  # a new one each time: no traceback is kept
+        escapers = plan
     out = []
     index = 0
     for number, unit in enumerate(units):
         if number == failing:
             break
+        escaper = None if escapers is None else escapers[number]
         out.append(unit.literal)
         if unit.key is not None:
             # arg is the mapping (str refused anything else at this unit); pyright
             # joins its isinstance narrowings of arg (Any) above into "tuple | str | Any".
             shown = arg[unit.key]  # pyright: ignore[reportCallIssue, reportArgumentType]
-            out.append(_format_unit(unit, {unit.key: shown}, shown))
+            out.append(_format_unit(unit, {unit.key: shown}, shown, escaper))
             index = len(args)  # as with str: a keyed unit uses up the positional values
             continue
         if not is_tuple:
-            out.append(_format_unit(unit, arg, arg))
+            out.append(_format_unit(unit, arg, arg, escaper))
             index = 1
             continue
         taken = args[index : index + unit.stars + 1]
         try:
-            out.append(_format_unit(unit, taken, taken[-1]))
+            out.append(_format_unit(unit, taken, taken[-1], escaper))
         except (TypeError, ValueError, OverflowError):
             if index:
                 # str numbers the value in its message: the same unit, after as
@@ -563,8 +626,17 @@ _MARKUP, _TEXT_FIELD, _PLAIN = 0, 1, 2
 _CONVERSION_ATTRS: dict[str, Callable[[object], str]] = {"\0s": str, "\0r": repr, "\0a": ascii}
 
 
-def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
+#
+# Contextual escaping (escaping.formatting) adds to each top-level field that lands
+# outside text a lookup of "\0e" and its escaper's name (after the conversion's):
+# that proxy formats its value with the spec, then escapes it for where it lands.
+
+
+def _rewrite_fields(
+    fmt: str, in_spec: bool, depth: int, escapers: tuple[str | None, ...] | None = None
+) -> str:
     out = []
+    number = 0
     for literal, field, spec, conversion in _string.formatter_parser(fmt):
         out.append(literal.replace("{", "{{").replace("}", "}}"))
         if field is None:
@@ -576,6 +648,9 @@ def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
             out.append("!" + conversion)  # str.format's own error, in its place
         if in_spec:
             out.append(".\0p")
+        elif escapers is not None and escapers[number] is not None and conversion in _CONVERTED:
+            out.append(f".\0e{escapers[number]}")
+        number += 1
         if spec:
             # str.format refuses fields nested deeper than this itself.
             nested = _rewrite_fields(spec, True, depth + 1) if depth < 2 else spec
@@ -584,8 +659,12 @@ def _rewrite_fields(fmt: str, in_spec: bool, depth: int) -> str:
     return "".join(out)
 
 
+_CONVERTED = (None, "s", "r", "a")
+
+
 @_memo
-def _rewrite_format(fmt: str) -> str:
+def _rewrite_plain(fmt: str) -> str:
+    """*fmt* rewritten for the proxies, every field escaped as HTML."""
     try:
         return _rewrite_fields(fmt, False, 1)
     except ValueError:
@@ -593,12 +672,84 @@ def _rewrite_format(fmt: str) -> str:
         return fmt
 
 
+@_memo
+def _rewrite_format(fmt: str) -> str | tuple[str, ValueError]:
+    """*fmt* rewritten for the proxies, each field escaped for its context; or the
+    plain rewriting and the ValueError that refuses *fmt* (``escaping.formatting``)."""
+    plain = _rewrite_plain(fmt)
+    try:
+        parsed = list(_string.formatter_parser(fmt))
+    except ValueError:
+        return plain
+    strings: list[str] = []
+    text = ""
+    for literal, field, _spec, _conversion in parsed:
+        text += literal
+        if field is not None:
+            strings.append(text)
+            text = ""
+    strings.append(text)
+    try:
+        escapers = _markup_format.plan(tuple(strings))
+    except ValueError as exc:
+        return plain, exc
+    if escapers is None:
+        return plain
+    try:
+        return _rewrite_fields(fmt, False, 1, escapers)
+    except ValueError:
+        return plain  # malformed in a spec: str.format raises for it
+
+
+def _refuse(rewritten: tuple[str, ValueError], args: tuple[Any, ...], kwargs: Any) -> NoReturn:
+    """Raise the ValueError of a refused format, after str.format's own errors (a
+    malformed format, a missing argument or key), which stand-ins find without
+    running any code of the values'."""
+    plain, refusal = rewritten
+    if kwargs is None:
+        str.format_map(plain, _StandInMapping(args[0]))
+    else:
+        str.format(plain, *[_STAND_IN] * len(args), **dict.fromkeys(kwargs, _STAND_IN))
+    raise type(refusal)(*refusal.args)
+
+
+class _StandIn:
+    """A format argument with every attribute and item, which formats as nothing."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> _StandIn:
+        return self
+
+    def __getitem__(self, key: Any) -> _StandIn:
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return ""
+
+
+_STAND_IN = _StandIn()
+
+
+class _StandInMapping:
+    """The mapping's keys (str.format_map's KeyError is the mapping's), stand-in values."""
+
+    __slots__ = ("_mapping",)
+
+    def __init__(self, mapping: Any) -> None:
+        self._mapping = mapping
+
+    def __getitem__(self, key: Any) -> _StandIn:
+        _ = self._mapping[key]  # its KeyError, if any
+        return _STAND_IN
+
+
 class _FieldProxy:
     """Stands in for a ``str.format`` argument so that its output is escaped."""
 
     __slots__ = ("_ptl_value", "_ptl_mode")
 
-    def __init__(self, value: Any, mode: int = _MARKUP) -> None:
+    def __init__(self, value: Any, mode: int | str = _MARKUP) -> None:
         object.__setattr__(self, "_ptl_value", value)
         object.__setattr__(self, "_ptl_mode", mode)
 
@@ -610,6 +761,8 @@ class _FieldProxy:
             convert = _CONVERSION_ATTRS.get(name)
             if convert is not None:
                 return _FieldProxy(convert(value), _TEXT_FIELD)
+            if name[:2] == "\0e":
+                return _FieldProxy(value, name[2:])  # the mode is an escaper's name
         return _FieldProxy(getattr(value, name))
 
     def __getitem__(self, key: Any) -> Any:
@@ -622,6 +775,8 @@ class _FieldProxy:
             return format_field(value, -1, spec)
         if mode == _TEXT_FIELD:
             return escape_str(format(value, spec))
+        if type(mode) is str:
+            return _markup_format.field_escaped(mode, value, spec)
         return format(value, spec)
 
     # Conversions that were not rewritten (a malformed format string).
@@ -640,6 +795,21 @@ class _MappingProxy:
 
     def __getitem__(self, key: Any) -> _FieldProxy:
         return _FieldProxy(self._mapping[key])
+
+
+def format_html(fmt: str, /, *args: Any, **kwargs: Any) -> str:
+    """``fmt.format(*args, **kwargs)`` with every field HTML-escaped, wherever it lands
+    (see format_mod_html()); returns markup as str."""
+    return str.format(
+        _rewrite_plain(fmt),
+        *[_FieldProxy(a) for a in args],
+        **{k: _FieldProxy(v) for k, v in kwargs.items()},
+    )
+
+
+def format_map_html(fmt: str, mapping: Any, /) -> str:
+    """``fmt.format_map(mapping)`` with every field HTML-escaped (see format_mod_html())."""
+    return str.format_map(_rewrite_plain(fmt), _MappingProxy(mapping))
 
 
 # -- the hot base class -------------------------------------------------------
@@ -685,10 +855,13 @@ class HtmlTextBase(str):
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
+        fmt = _rewrite_format(str.__str__(self))
+        if not isinstance(fmt, str):
+            _refuse(fmt, args, kwargs)
         return _new_str(
             type(self),
             str.format(
-                _rewrite_format(str.__str__(self)),
+                fmt,
                 *[_FieldProxy(a) for a in args],
                 **{k: _FieldProxy(v) for k, v in kwargs.items()},
             ),
@@ -696,4 +869,11 @@ class HtmlTextBase(str):
 
     def format_map(self, mapping: Any, /) -> Any:
         fmt = _rewrite_format(str.__str__(self))
+        if not isinstance(fmt, str):
+            _refuse(fmt, (mapping,), None)
         return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
+
+
+# Values formatted outside text are escaped by the escaping engine's escapers, built on
+# first need for this twin's markup, HTML escaping and field formatting.
+_markup_format.bind(HtmlTextBase, escape_str, format_field)

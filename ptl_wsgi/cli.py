@@ -231,7 +231,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl, concatenation_report, context_report
+    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -242,9 +242,9 @@ def _check(args: argparse.Namespace) -> int:
                 for line, col, context, escaper in context_report(source, path):
                     how = f"escaper {escaper}" if escaper else "HTML escaping"
                     print(f"{path}:{line}:{col}: {context}: {how}")
-            compile_ptl(source, path)
-            for line, col, message in concatenation_report(source, path):
+            for line, col, message in concatenation_warnings(source, path):
                 print(f"{path}:{line}:{col}: warning: {message}", file=sys.stderr)
+            compile_ptl(source, path)
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)
         except OSError as exc:

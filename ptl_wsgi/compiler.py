@@ -55,6 +55,7 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
+from ptl_wsgi.escaping.formatting import digits_only
 from ptl_wsgi.escaping.rules import INT_SAFE_BASES
 
 __all__ = [
@@ -63,7 +64,7 @@ __all__ = [
     "TemplateScopes",
     "OPT_OUT",
     "compile_ptl",
-    "concatenation_report",
+    "concatenation_warnings",
     "context_report",
     "mark_html_template",
     "mark_plain_template",
@@ -98,6 +99,16 @@ _CONTEXT_HELPERS = (
     ("percent_field", "_ptl_ctx_field"),
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
+)
+# htmltext's %, format() and format_map() escape each value for where it lands in the
+# format, parsed on its own from text (ptl_wsgi.escaping.formatting); a literal format of an
+# [html] template calls these from ptl_wsgi.html instead, which HTML-escape every value:
+# the compiler planned the format where it is output (its values are escaped for it
+# already), or the template opted out of contextual escaping.
+_HTML_FORMATTERS = (
+    ("format_mod_html", "_ptl_html_mod"),
+    ("format_html", "_ptl_html_format"),
+    ("format_map_html", "_ptl_html_format_map"),
 )
 
 
@@ -470,6 +481,7 @@ class _Transformer(_ScopeWalker):
         lines: list[str],
         contextual: bool = True,
         report: list[tuple[int, int, str, str | None]] | None = None,
+        warnings: list[tuple[int, int, str]] | None = None,
     ) -> None:
         super().__init__(templates)
         self.filename = filename
@@ -483,9 +495,15 @@ class _Transformer(_ScopeWalker):
         self.loops: list[Context | None] = []
         self.escapers: set[str] = set()  # escaper names used, for the prologue
         self.helpers: set[str] = set()  # _CONTEXT_HELPERS used
+        self.formatters: set[str] = set()  # _HTML_FORMATTERS used
         self.output_value: ast.expr | None = None  # an output statement's whole value
         self.template: ast.AST | None = None  # the template being visited
         self.report = report  # (line, column, context, escaper) of each value, for `check`
+        self.warnings = warnings  # (line, column, message), for `check`
+        self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
+        # For those warnings: names bound in the template to markup built with "+" (or a
+        # TemplateIO), and the context that markup ends in.
+        self.accumulators: dict[str, Context] = {}
         # The innermost try (in this template) whose finally block produces output.
         self.finally_output: ast.Expr | None = None
         self.literals: dict[str, ast.Assign] = {}  # text -> hoisted assignment
@@ -547,6 +565,7 @@ class _Transformer(_ScopeWalker):
     def scope(self, kind: str | None, tracking: bool = False) -> Iterator[None]:
         outer = self.finally_output, self.guarded, self.tracking, self.ctx, self.loops
         catchers, self.catchers = self.catchers, []
+        accumulators, self.accumulators = self.accumulators, {}
         self.finally_output, self.guarded = None, False
         self.tracking, self.ctx, self.loops = tracking, TEXT if tracking else None, []
         try:
@@ -555,6 +574,7 @@ class _Transformer(_ScopeWalker):
         finally:
             self.finally_output, self.guarded, self.tracking, self.ctx, self.loops = outer
             self.catchers = catchers
+            self.accumulators = accumulators
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -1388,6 +1408,136 @@ class _Transformer(_ScopeWalker):
                     self.visit_spec_fields(field.format_spec)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        literal = (
+            self.kind == "html"
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and type(node.left.value) is str
+        )
+        if self.warnings is not None and self.tracking and isinstance(node.op, ast.Add):
+            self.check_concatenation(node)
+        visited = self.visit_percent(node)
+        if not literal:
+            return visited
+        return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
+
+    def check_concatenation(self, node: ast.BinOp) -> None:
+        """Warn where ``+`` adds a value to markup that ends outside text.
+
+        ``htmltext + value`` escapes the value as HTML wherever it lands; a format
+        (an f-string, ``%``) would give it its context's escaper.  The chain is
+        followed from where the output is (an output statement's whole value) or
+        from text; a value in text or a quoted plain attribute is fine.
+        """
+        if id(node) in self.added:
+            return
+        operands = self.chain(node)
+        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+            return  # no literal: not markup this template wrote (numbers, str values)
+        ctx = (self.ctx or TEXT) if node is self.output_value else TEXT
+        self.follow_concatenation(operands, ctx, "+")
+
+    def chain(self, value: ast.expr) -> list[ast.expr]:
+        """The operands of "+" chain *value*, its "+" nodes marked as checked."""
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            self.added.add(id(value))
+            return [*self.chain(value.left), *self.chain(value.right)]
+        return [value]
+
+    def follow_concatenation(
+        self, operands: list[ast.expr], ctx: Context, operator: str
+    ) -> Context | None:
+        """Follow markup *operands* added in turn from *ctx*, warning for each value that
+        lands outside text; the context after them, or None where it cannot be followed."""
+        for operand in operands:
+            try:
+                text = _text_of(operand)
+                if text is not None:
+                    ctx = advance(ctx, text)
+                    continue
+                if _is_fstring(operand):
+                    for part in operand.values:  # type: ignore[attr-defined]
+                        part_text = _text_of(part)
+                        ctx = after_value(ctx) if part_text is None else advance(ctx, part_text)
+                    continue
+            except ContextError:
+                return None  # markup the compiler cannot follow: not this check's to report
+            try:
+                escaper = escaper_for(ctx)
+            except ContextError as exc:
+                self.warn_concatenation(operand, ctx, None, operator, str(exc))
+                return None
+            if escaper is not None:
+                self.warn_concatenation(operand, ctx, escaper, operator)
+            ctx = after_value(ctx)
+        return ctx
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if self.warnings is not None and self.tracking:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.accumulators.pop(target.id, None)
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                start = self.accumulated(node.value)
+                if start is not None:
+                    self.accumulators[node.targets[0].id] = start
+        return self.generic_visit(node)
+
+    def accumulated(self, value: ast.expr) -> Context | None:
+        """The context markup *value* ends in, if it starts an accumulation: a literal, a
+        "+" chain with one, or a ``TemplateIO()``; None for anything else."""
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, (ast.Name, ast.Attribute)):
+            name = func.id if isinstance(func, ast.Name) else func.attr
+            return TEXT if name == "TemplateIO" else None
+        operands = _added(value)
+        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+            return None
+        warnings, self.warnings = self.warnings, []  # (the chain warns when it is visited)
+        try:
+            return self.follow_concatenation(operands, TEXT, "+")
+        finally:
+            self.warnings = warnings
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        target = node.target
+        if self.warnings is not None and self.tracking and isinstance(target, ast.Name):
+            ctx = self.accumulators.pop(target.id, None)
+            if ctx is not None and isinstance(node.op, ast.Add):
+                after = self.follow_concatenation(self.chain(node.value), ctx, "+=")
+                if after is not None:
+                    self.accumulators[target.id] = after
+        return self.generic_visit(node)
+
+    def warn_concatenation(
+        self,
+        node: ast.expr,
+        ctx: Context,
+        escaper: str | None,
+        operator: str,
+        refused: str = "",
+    ) -> None:
+        assert self.warnings is not None
+        where = describe(settle(ctx))
+        need = f"its escaper would be {escaper}" if escaper else f"no value may go there: {refused}"
+        self.warnings.append(
+            (
+                node.lineno,
+                node.col_offset,
+                f"a value added with '{operator}' to markup lands in {where}, where it is only "
+                f"HTML-escaped ({need}); write the markup and the value as one f-string "
+                "or '%' format",
+            )
+        )
+
+    def formatted(
+        self, formatter: str, args: list[ast.expr], keywords: list[ast.keyword], node: ast.expr
+    ) -> ast.expr:
+        """A call of *formatter* (an _HTML_FORMATTERS alias) in place of *node*."""
+        self.formatters.add(formatter)
+        return _located(ast.Call(_name(formatter, node), args, keywords), node)
+
+    def visit_percent(self, node: ast.BinOp) -> ast.AST:
         if not (
             self.tracking
             and isinstance(node.op, ast.Mod)
@@ -1496,6 +1646,25 @@ class _Transformer(_ScopeWalker):
         )
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        method = (
+            func.attr
+            if self.kind == "html"
+            and isinstance(func, ast.Attribute)
+            and func.attr in ("format", "format_map")
+            and isinstance(func.value, ast.Constant)
+            and type(func.value.value) is str
+            else None
+        )
+        visited = self.visit_format(node)
+        if method is None or (method == "format_map" and self.tracking):
+            # (A literal's format_map() is not planned here: htmltext's plans it at run time.)
+            return visited
+        assert isinstance(func, ast.Attribute)  # (visited in place: func.value is the literal)
+        alias = "_ptl_html_format" if method == "format" else "_ptl_html_format_map"
+        return self.formatted(alias, [func.value, *node.args], node.keywords, node)
+
+    def visit_format(self, node: ast.Call) -> ast.AST:
         if not (
             self.tracking
             and isinstance(node.func, ast.Attribute)
@@ -1550,23 +1719,19 @@ class _Transformer(_ScopeWalker):
         return node
 
 
-def _digits_only(field: re.Match[str]) -> bool:
-    """Whether %-conversion *field* can output only digits and a sign, never a letter or space.
+def _added(value: ast.expr) -> list[ast.expr]:
+    """The operands of a "+" chain, in order (*value* alone if it is not one)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return [*_added(value.left), *_added(value.right)]
+    return [value]
 
-    Only ``%d``, ``%i`` and ``%u`` can: ``%x`` and ``%c`` give letters, ``%o`` and
-    ``%x`` with ``#`` a ``0o`` or ``0x`` prefix, the float conversions ``inf``,
-    ``nan`` and exponents, the `` `` flag and a width without ``0`` spaces.  Such
-    a field is followed as a digit (it may go where a name goes, ``<h%d>``); any
-    other is a value, escaped for its context.
-    """
-    if field.group(4) not in "diu":
-        return False
-    spec = field.group()[field.end(1) + 1 - field.start() if field.group(1) is not None else 1 :]
-    flags = spec[: len(spec) - len(spec.lstrip("#0- +"))]
-    width = field.group(2)
-    if " " in flags or width == "*" or field.group(3) == "*":
-        return False
-    return width is None or ("0" in flags and "-" not in flags)
+
+def _digits_only(field: re.Match[str]) -> bool:
+    """Whether %-conversion *field* can output only digits and a sign (``%d``, ``%05d``):
+    followed as a number, not escaped; the rule is ``escaping.formatting.digits_only``'s,
+    which htmltext's ``%`` follows at run time."""
+    key = field.group(1)
+    return digits_only(field.group() if key is None else "%" + field.group()[len(key) + 3 :])
 
 
 _PERCENT_SPEC = re.compile(
@@ -1967,73 +2132,22 @@ def context_report(
     ]
 
 
-def concatenation_report(
+def concatenation_warnings(
     source: str | bytes, filename: str = "<ptl>"
 ) -> list[tuple[int, int, str]]:
-    """Where an ``[html]`` template concatenates a value after markup that leaves it
-    outside text: line, column (characters from 1) and a message, for ``ptl-wsgi check``.
+    """Where an ``[html]`` template adds a value with ``+`` to markup that ends outside text.
 
-    ``+`` cannot know where its pieces will land, so a value joined to markup gets
-    HTML escaping only (docs/contextual-escaping.md): right in text and quoted plain
-    attributes, wrong in a URL, a script or an unquoted attribute.  The literals of
-    a chain ``'<a href="' + url + '">'`` are followed from text; a value after them
-    in any other context is reported.
+    Line, column (characters from 1) and message of each, for ``ptl-wsgi check``:
+    ``'<a href="' + url + '">'`` HTML-escapes *url* (``htmltext``'s ``+`` cannot know
+    where it lands), where a format would check and encode it.  Raises SyntaxError
+    as compiling does.
     """
-    lines = _split_lines(source, filename)
-    templates, _ = _preprocess(lines)
-    tree = ast.parse("".join(lines), filename)
-    found: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        start = node.lineno, _byte_col(lines[node.lineno - 1], node.col_offset)
-        if (
-            templates.get((node.lineno, node.col_offset)) != "html"
-            and templates.get(start) != "html"
-        ):
-            continue
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add):
-                found.extend(_concatenated_values(inner, lines))
-    return sorted(set(found))
-
-
-def _concatenated_values(node: ast.BinOp, lines: list[str]) -> list[tuple[int, int, str]]:
-    operands: list[ast.expr] = []
-    left: ast.expr = node
-    while isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add):
-        operands.insert(0, left.right)
-        left = left.left
-    operands.insert(0, left)
-    ctx, seen_markup = TEXT, False
-    found: list[tuple[int, int, str]] = []
-    for operand in operands:
-        if isinstance(operand, ast.Constant) and isinstance(operand.value, str):
-            seen_markup = True
-            try:
-                ctx = advance(ctx, operand.value)
-            except ContextError:
-                return found
-            continue
-        if not seen_markup:
-            continue
-        try:
-            escaper = escaper_for(ctx)
-        except ContextError:
-            escaper = "none may go"  # compiling says so where it is a value's place
-        if escaper is not None:
-            col = _char_col(lines[operand.lineno - 1], operand.col_offset) + 1
-            message = (
-                f"'+' puts this value in {describe(ctx)}, where it gets HTML escaping only; "
-                "format it into the literal ('...%s...' % value or an f-string) so it gets "
-                "the escaper of its place"
-            )
-            found.append((operand.lineno, col, message))
-        try:
-            ctx = after_value(ctx)
-        except ContextError:
-            return found
-    return found
+    original = _split_lines(source, filename)
+    warnings: list[tuple[int, int, str]] = []
+    _on_fresh_stack(_parse_lines, original, filename, None, warnings)
+    return [
+        (line, _char_col(original[line - 1], col) + 1, message) for line, col, message in warnings
+    ]
 
 
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
@@ -2059,6 +2173,7 @@ def _parse_lines(
     original: list[str],
     filename: str,
     report: list[tuple[int, int, str, str | None]] | None = None,
+    warnings: list[tuple[int, int, str]] | None = None,
 ) -> tuple[ast.Module, int, _Spot | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
@@ -2093,7 +2208,12 @@ def _parse_lines(
             pass  # reported, better located, when the transformed tree is compiled
     with _recursion_room(depth), _nesting_limit(filename, original, deepest):
         transformer = _Transformer(
-            templates, filename, original, contextual=not _opts_out(tree.body), report=report
+            templates,
+            filename,
+            original,
+            contextual=not _opts_out(tree.body),
+            report=report,
+            warnings=warnings,
         )
         transformer.reads_frames = _reads_frames(tree)
         tree = transformer.visit(tree)
@@ -2291,10 +2411,18 @@ def _escaper_imports(transformer: _Transformer, used: set[str]) -> list[ast.stmt
         [(name, _ESCAPER + name) for name in transformer.escapers if _ESCAPER + name in used]
         + [(name, alias) for name, alias in _CONTEXT_HELPERS if alias in transformer.helpers]
     )
-    if not names:
-        return []
-    aliases = [ast.alias(name=name, asname=asname) for name, asname in names]
-    return [ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0)]
+    formatters = [
+        ast.alias(name=name, asname=alias)
+        for name, alias in _HTML_FORMATTERS
+        if alias in transformer.formatters
+    ]
+    imports: list[ast.stmt] = []
+    if formatters:
+        imports.append(ast.ImportFrom(module="ptl_wsgi.html", names=formatters, level=0))
+    if names:
+        aliases = [ast.alias(name=name, asname=asname) for name, asname in names]
+        imports.append(ast.ImportFrom(module="ptl_wsgi.escapers", names=aliases, level=0))
+    return imports
 
 
 def _is_future_import(statement: ast.stmt) -> bool:

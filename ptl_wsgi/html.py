@@ -174,7 +174,9 @@ def _build(twin: ModuleType) -> SimpleNamespace:
             "A str of trusted markup.\n\n"
             "``htmltext(x)`` trusts ``x``: its ``__html__()`` if it has one, else ``str(x)``.\n"
             "Operators and methods escape every operand or argument that is not\n"
-            "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext."
+            "markup (``+``, ``%``, ``format``, ``join``, ...), and return htmltext;\n"
+            "``%``, ``format`` and ``format_map`` escape each value for the place it\n"
+            "lands in the format (a URL, a script, ...), as a compiled template does."
         ),
         "__repr__": lambda self: f"{type(self).__name__}({str.__repr__(self)})",
         "__reduce_ex__": __reduce_ex__,
@@ -339,6 +341,35 @@ def _unpickle_template_io(html: bool, parts: list[str], twin: str | None = None)
 # served from the bytecode cache never does.
 _HELPERS = frozenset({"htmltag", "href", "url_quote", "url_with_query", "nl2br", "js_escape"})
 _FILTERS = frozenset({"ValuelessAttr", "pluralize", "truncate"})
+# HTML-only formatting for compiled templates (the Python twin's code serves both twins).
+_HTML_FORMATTERS = frozenset({"format_mod_html", "format_html", "format_map_html"})
+
+
+def _html_formatters() -> dict[str, Any]:
+    """``%``, ``format()`` and ``format_map()`` of markup with every value HTML-escaped.
+
+    htmltext's own operators escape each value for the context it lands in,
+    parsing the format from text.  A compiled ``[html]`` template calls these
+    instead for its literal formats: the compiler planned them where they are
+    output (their values are escaped for it already, and an output statement
+    may continue a tag), or the template opted out of contextual escaping.
+    """
+    from ptl_wsgi import _htmltext_py as twin
+
+    cls = htmltext
+    mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
+
+    def format_mod_html(fmt: Any, arg: Any, /) -> Any:
+        return cls(mod(str(fmt), arg))
+
+    def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return cls(fmt_args(str(fmt), *args, **kwargs))
+
+    def format_map_html(fmt: Any, mapping: Any, /) -> Any:
+        return cls(fmt_map(str(fmt), mapping))
+
+    return {"format_mod_html": format_mod_html, "format_html": format_html,
+            "format_map_html": format_map_html}  # fmt: skip
 
 
 if TYPE_CHECKING:  # what __getattr__ below gives, as type checkers should see it
@@ -371,6 +402,8 @@ def __getattr__(name: str) -> Any:
         from ptl_wsgi import _helpers
 
         value = getattr(_helpers, name)
+    elif name in _HTML_FORMATTERS:
+        value = _html_formatters()[name]
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -9,8 +9,9 @@ active backend and then apply one rule:
 * the translation of a plain ``str`` is a plain ``str``, escaped on output as always.
 
 A translation whose markup differs from its msgid's is still trusted: translators' catalogs
-are part of the application, like its templates.  ``%`` arguments are escaped by htmltext's
-``%`` as usual.
+are part of the application, like its templates.  ``%``, ``format()`` and ``format_map()`` on a
+trusted translation are htmltext's: each value is escaped for the place it lands in the
+translated markup (docs/contextual-escaping.md, "Formatting at run time").
 
 The backend is chosen on every call, so one module serves every framework:
 

@@ -266,3 +266,66 @@ def test_check_and_compile_apply_the_compiler_rules(
     bad.write_text("def f [html] (x):\n    f'{x:{(yield)}}'\n")
     assert main([command, str(bad)]) == 1
     assert capsys.readouterr().err.startswith(f"{bad}:2:12: 'yield' in a template")
+
+
+def test_check_warns_where_a_value_is_added_to_markup_outside_text(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "page.ptl": (
+                "def f [html] (url, name):\n"
+                "    '<a href=\"' + url + '\">' + name + '</a>'\n"
+                "    '<b title=\"' + name + '\">x</b>'\n"
+                "    link = '<script>var u = ' + url + ';</script>'\n"
+                "    link\n"
+                "    '<a href=\"'\n"
+                "    '/u/' + name\n"
+                "    '\">x</a>'\n"
+                "    n = len(name) + 1\n"
+            ),
+        },
+    )
+    result = run("check", "page.ptl", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "")
+    hint = "write the markup and the value as one f-string or '%' format"
+    assert result.stderr.splitlines() == [
+        "page.ptl:2:19: warning: a value added with '+' to markup lands in a URL (start) in a "
+        "double-quoted URL attribute value, where it is only HTML-escaped (its escaper would "
+        f"be url_q); {hint}",
+        "page.ptl:4:33: warning: a value added with '+' to markup lands in a JavaScript "
+        "expression in <script>, where it is only HTML-escaped (its escaper would be "
+        f"js_value); {hint}",
+        "page.ptl:7:13: warning: a value added with '+' to markup lands in a URL (path) in a "
+        "double-quoted URL attribute value, where it is only HTML-escaped (its escaper would "
+        f"be url_path_q); {hint}",
+    ]
+
+
+def test_check_follows_markup_accumulated_with_plus_equals(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {
+            "page.ptl": (
+                "from ptl_wsgi.html import TemplateIO\n"
+                "def f [html] (url, name):\n"
+                "    s = '<a href=\"'\n"
+                "    s += url\n"
+                "    s += '\">x</a>'\n"
+                "    s\n"
+                "    r = TemplateIO(html=True)\n"
+                "    r += '<b title=\"'\n"
+                "    r += name\n"
+                "    r += '\" onclick=\"go(' + name\n"
+                "    r += ')\">x</b>'\n"
+                "    r.getvalue()\n"
+            ),
+        },
+    )
+    result = run("check", "page.ptl", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert [line.split(" where it is")[0] for line in result.stderr.splitlines()] == [
+        "page.ptl:4:10: warning: a value added with '+=' to markup lands in a URL (start) in "
+        "a double-quoted URL attribute value,",
+        "page.ptl:10:29: warning: a value added with '+=' to markup lands in a JavaScript "
+        "expression in a double-quoted event handler attribute value,",
+    ]

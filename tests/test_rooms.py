@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["compiler", "escaping", "escaping.rules", "escaping.context", "escaping.url",
          "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers",
-         "escaping.planner", "_runtime", "headers", "_iterate", "tracebacks",
+         "escaping.planner", "escaping.formatting", "_runtime", "headers", "_iterate", "tracebacks",
          "_htmltext_py", "_htmltext_c", "pygments_lexer", "forms.inputs", "contrib"],
         1,
     ),
@@ -54,8 +54,8 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["cli", "__main__", "ptl_wsgi"], 6),
 }  # fmt: skip
 
-# html re-exports the filters of _helpers, which are built on safety, which uses html;
-# html's htmlformat plans t-strings with escapers (built on html), imported on first use.
+# No room imports one above it and the graph has no cycle: neither list has an entry.
+ALLOWED_UPWARD_EDGES: tuple[tuple[str, str], ...] = ()
 ALLOWED_CYCLE_EDGES: tuple[tuple[str, str], ...] = ()
 # Read inside functions; the package's metadata, not one of its rooms.
 METADATA = "__version__"
@@ -131,7 +131,7 @@ def test_nothing_imports_a_room_above_it() -> None:
         f"{room} (layer {LAYERS[room]}) imports {target} (layer {LAYERS[target]})"
         for room, targets in _graph().items()
         for target in targets
-        if LAYERS[target] > LAYERS[room]
+        if LAYERS[target] > LAYERS[room] and (room, target) not in ALLOWED_UPWARD_EDGES
     ]
     assert upward == []
 

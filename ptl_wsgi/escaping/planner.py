@@ -13,6 +13,7 @@ from ptl_wsgi.escaping.context import (
     TEXT,
     ContextError,
     advance,
+    after_number,
     after_value,
     describe,
     ends_in_text,
@@ -38,36 +39,54 @@ class Plan(NamedTuple):
     text_only: bool
 
 
-_PLANS: dict[tuple[str, ...], Plan] = {}
+_PLANS: dict[tuple[tuple[str, ...], tuple[bool, ...]], Plan] = {}
 _MAX_PLANS = 1024
 
 
-def plan(strings: tuple[str, ...]) -> Plan:
-    """The plan for the values between literal *strings* (a Template's ``strings``).
+def plan(strings: tuple[str, ...], numbers: tuple[bool, ...] = ()) -> Plan:
+    """The plan for the values between literal *strings* (a t-string's or a format's).
 
-    Raises ValueError (:class:`~ptl_wsgi.escaping.context.ContextError`) where no
-    value may go, or when the literal text does not end in text.
+    *numbers* marks values that are numbers (a format's ``%d``): followed as their
+    digits (they may go where a name goes, ``<h%d>``), with no escaper.  Raises
+    ValueError (:class:`~ptl_wsgi.escaping.context.ContextError`) where no value may
+    go, or when the literal text does not end in text, naming the context.
     """
-    found = _PLANS.get(strings)
+    key = (strings, numbers)
+    found = _PLANS.get(key)
     if found is None:
-        names = _names(strings)
+        names = _names(strings, numbers)
         found = Plan(names, all(name is None for name in names))
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()  # literal parts come from code, few; a flood is not kept
-        _PLANS[strings] = found
+        _PLANS[key] = found
     return found
 
 
-def _names(strings: tuple[str, ...]) -> tuple[str | None, ...]:
+def _names(strings: tuple[str, ...], numbers: tuple[bool, ...]) -> tuple[str | None, ...]:
     ctx = TEXT
     names: list[str | None] = []
-    for text in strings[:-1]:
+    for index, text in enumerate(strings[:-1]):
         ctx = advance(ctx, text)
-        names.append(escaper_for(ctx))
+        try:
+            if index < len(numbers) and numbers[index]:
+                names.append(None)
+                ctx = after_number(ctx)
+                continue
+            names.append(escaper_for(ctx))
+        except ContextError as exc:
+            raise ContextError(
+                f"no value may go at value {index + 1} of this markup ({describe(ctx)}): "
+                f"{exc}; write it in the literal, or give a whole tag or attribute as markup "
+                "(htmltext)"
+            ) from None
         ctx = after_value(ctx)
     ctx = advance(ctx, strings[-1]) if strings else ctx
     if not ends_in_text(ctx):
-        raise ContextError(f"the template ends in {describe(ctx)}, not in text")
+        raise ContextError(
+            f"this markup ends in {describe(ctx)}, not in text: a t-string or a format is "
+            "parsed on its own, from text, so it must close the tag, attribute, script, "
+            "style or comment it opens"
+        )
     return tuple(names)
 
 
