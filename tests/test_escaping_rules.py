@@ -174,3 +174,13 @@ def test_a_class_with_html_fails_the_same_visible_way_everywhere() -> None:
     ):
         with pytest.raises(TypeError):
             call()
+
+
+def test_the_old_name_of_the_context_engine_is_the_same_module() -> None:
+    import ptl_wsgi.escaping.context as context
+    import ptl_wsgi.htmlcontext as old
+
+    assert old is context
+    from ptl_wsgi.htmlcontext import ContextError
+
+    assert ContextError is context.ContextError
