@@ -94,3 +94,41 @@ def test_runtime_percent_with_a_parenthesised_key_is_contextual(impl: str) -> No
         f'<a href="{UNSAFE_URL}">x</a>'
     )
     assert str(markup('<a href="%s">x%.s</a>') % (JS_URL, "")) == f'<a href="{UNSAFE_URL}">x</a>'
+
+
+# -- 2. a keyword used as a property name before '/' ------------------------------------
+#
+# _js_slash_context() takes a '/' after "return", "in", "new", "delete", "of", ... for the
+# start of a regular expression, without looking at a '.' before the word: after
+# "stats.new" the '/' divides.  The engine then reads a regular expression up to the
+# next '/' (it does not stop at a line end, where no regular expression literal may go
+# on), here the one in "/api/items", and from there is one string out of step with the
+# browser: a value the browser runs as code gets js_string escaping (nothing to escape
+# in "alert(1)").  The same text planned at run time (htmltext %) does the same.
+
+PROPERTY_DIVISION = (
+    "<script>\n"
+    "var stats = {new: 2, total: 4};\n"
+    "var ratio = stats.new / stats.total;\n"
+    'var url = "/api/items";\n'
+    "var n = %s;\n"
+    "</script>"
+)
+
+
+@review(
+    "engine: '/' after a keyword used as a property name ('stats.new / x') is taken for a "
+    "regular expression; a value the browser runs as code is escaped as a JS string"
+)
+def test_division_after_a_keyword_property_compiled() -> None:
+    source = f"def f [html] (n):\n    {PROPERTY_DIVISION!r} % n\n"
+    assert "var n = alert(1);" not in render(source, "alert(1)")
+
+
+@review("engine: '/' after 'stats.new' (run-time htmltext %, both twins)")
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_division_after_a_keyword_property_at_run_time(impl: str) -> None:
+    from ptl_wsgi.html import implementation
+
+    markup = implementation(impl).htmltext
+    assert "var n = alert(1);" not in str(markup(PROPERTY_DIVISION) % "alert(1)")
