@@ -132,3 +132,37 @@ def test_division_after_a_keyword_property_at_run_time(impl: str) -> None:
 
     markup = implementation(impl).htmltext
     assert "var n = alert(1);" not in str(markup(PROPERTY_DIVISION) % "alert(1)")
+
+
+# -- 3. a precision cuts trusted markup in text ---------------------------------------------
+#
+# A value in text keeps the context as it was: the plan of a format (and the compiler)
+# rests on that.  A precision on a markup value ('%.20s', '{0:.20}') cuts the markup
+# itself, so a fragment made safely (its own values escaped) can end inside one of its
+# attributes; the format's next literal then lands there, and the value planned for an
+# href of the format lands between attributes of the cut tag.  (The attacker needs
+# only a long enough name in the fragment.)
+
+CUT_FRAGMENT_VALUE = "onmouseover=onerror=alert;throw/**/1//"
+
+
+def _cut_fragment(markup: type) -> Any:
+    return markup('<abbr title="%s">?</abbr>') % ("A" * 30)
+
+
+@review(
+    "a precision on a markup value in text cuts the markup (an attribute left open), "
+    "and the next value lands outside the context planned for it"
+)
+@pytest.mark.parametrize("impl", ["python", "c"])
+@pytest.mark.parametrize("style", ["percent", "format"])
+def test_precision_does_not_cut_markup(impl: str, style: str) -> None:
+    from ptl_wsgi.html import implementation
+
+    markup = implementation(impl).htmltext
+    fragment = _cut_fragment(markup)
+    if style == "percent":
+        out = markup('<p>%.20s</p><a href="%s">x</a>') % (fragment, CUT_FRAGMENT_VALUE)
+    else:
+        out = markup('<p>{0:.20}</p><a href="{1}">x</a>').format(fragment, CUT_FRAGMENT_VALUE)
+    assert '<abbr title="AAAAAAA</p>' not in str(out)
