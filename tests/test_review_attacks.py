@@ -166,3 +166,62 @@ def test_precision_does_not_cut_markup(impl: str, style: str) -> None:
     else:
         out = markup('<p>{0:.20}</p><a href="{1}">x</a>').format(fragment, CUT_FRAGMENT_VALUE)
     assert '<abbr title="AAAAAAA</p>' not in str(out)
+
+
+# -- 4. an import map's values are script URLs --------------------------------------------
+#
+# <script type="importmap"> is followed as JSON (json_string escapes), but every string
+# in it is a URL the page imports modules from: "data:text/javascript,..." there runs
+# as a module, where <script src="%s"> refuses the same value.
+
+IMPORT_MAP = (
+    '<script type="importmap">{"imports": {"app": "%s"}}</script>'
+    '<script type="module">import "app";</script>'
+)
+MODULE_URL = "data:text/javascript,alert(1)"
+
+
+@review("a value in an import map is a module URL: a data: (or javascript:) one is kept")
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_import_map_value_is_checked_as_a_url(impl: str) -> None:
+    from ptl_wsgi.html import implementation
+
+    markup = implementation(impl).htmltext
+    assert "data:text" not in str(markup(IMPORT_MAP) % MODULE_URL)
+
+
+@review("a value in an import map is a module URL (compiled f-string)")
+def test_import_map_value_is_checked_as_a_url_compiled() -> None:
+    source = (
+        "def f [html] (u):\n"
+        "    f'<script type=\"importmap\">{{\"imports\": {{\"app\": \"{u}\"}}}}</script>'\n"
+    )
+    assert "data:text" not in render(source, MODULE_URL)
+
+
+# -- 5. htmx attributes that htmx evaluates as JavaScript ------------------------------------
+#
+# The table of framework-code attributes has htmx's hx-on* only.  htmx also evaluates
+# an hx-trigger event filter ("click[expr]", "load[alert(1)]"), hx-vals and hx-headers
+# with a "js:" or "javascript:" prefix, and hx-vars (always); hyperscript (from htmx's
+# authors) runs "_", "script" and "data-script".  A value there is HTML-escaped only by
+# a template and passes attrs() and htmltag() as a plain value.  (Not run in Chromium
+# here: htmx is not available offline; htmx.org/attributes/hx-trigger, hx-vals.)
+
+HTMX_CODE = ["hx-trigger", "hx-vals", "hx-headers", "hx-vars", "data-hx-trigger", "_"]
+
+
+@review("htmx evaluates hx-trigger filters, hx-vals/hx-headers 'js:', hx-vars: not in the table")
+@pytest.mark.parametrize("name", HTMX_CODE)
+def test_htmx_code_attributes_are_code(name: str) -> None:
+    from ptl_wsgi.escaping.rules import K_JS, attribute_kind
+
+    assert attribute_kind(name) == K_JS
+
+
+@review("attrs() lets a str value into hx-trigger (htmx runs its filter)")
+def test_attrs_refuses_an_htmx_trigger_filter() -> None:
+    from ptl_wsgi.safety import attrs
+
+    with pytest.raises(ValueError):
+        attrs({"hx-trigger": "load[alert(1)]"})
