@@ -225,3 +225,69 @@ def test_attrs_refuses_an_htmx_trigger_filter() -> None:
 
     with pytest.raises(ValueError):
         attrs({"hx-trigger": "load[alert(1)]"})
+
+
+# -- 6. a t-string anywhere but htmlformat() is formatted HTML-only ---------------------------
+#
+# htmlformat() (ptl_wsgi.html) plans a t-string's literal parts and escapes each value
+# for its context.  But the twins' markup_of() (and so htmlescape, html_join, TemplateIO,
+# htmltext %, the compiled templates' joins, and the output policy: output.chunks for a
+# view that returns a t-string, "rendered as htmlformat renders it" says tstrings.md)
+# takes a Template to _template_markup() / template_markup() in C: every value
+# HTML-escaped only, wherever it lands.  On 3.14, `return t'<a href="{url}">x</a>'`
+# from a view keeps url = "javascript:alert(1)".  Shown here with a stand-in for
+# string.templatelib.Template (what rules.is_template and the Python twin accept), so
+# that it runs before 3.14; the C twin does the same with the real type.
+
+
+class _Interpolation:
+    __slots__ = ("value", "expression", "conversion", "format_spec")
+
+    def __init__(self, value: Any) -> None:
+        self.value, self.expression, self.conversion, self.format_spec = value, "u", None, ""
+
+
+class Template:
+    """Stands in for string.templatelib.Template: strings, interpolations, values."""
+
+    def __init__(self, before: str, value: Any, after: str) -> None:
+        self.strings = (before, after)
+        self.interpolations = (_Interpolation(value),)
+        self.values = (value,)
+
+
+Template.__module__ = "string.templatelib"
+_Interpolation.__module__ = "string.templatelib"
+
+
+def _link() -> Template:
+    return Template('<a href="', JS_URL, '">x</a>')
+
+
+def test_htmlformat_of_a_template_is_contextual() -> None:
+    # (Holds: the reference behaviour the other paths should match.)
+    from ptl_wsgi.html import htmlformat
+
+    assert str(htmlformat(_link())) == f'<a href="{UNSAFE_URL}">x</a>'
+
+
+@review(
+    "a t-string given to htmlescape/html_join/TemplateIO/htmltext %/the output policy is "
+    "formatted HTML-only (markup_of -> _template_markup), not as htmlformat() plans it"
+)
+@pytest.mark.parametrize("path", ["htmlescape", "html_join", "TemplateIO", "percent"])
+def test_template_values_are_contextual_everywhere(path: str) -> None:
+    from ptl_wsgi.html import implementation
+
+    api = implementation("python")
+    if path == "htmlescape":
+        out = api.htmlescape(_link())
+    elif path == "html_join":
+        out = api.html_join([_link()])
+    elif path == "TemplateIO":
+        io = api.TemplateIO(html=True)
+        io += _link()
+        out = io.getvalue()
+    else:
+        out = api.htmltext("<p>%s</p>") % _link()
+    assert "javascript:" not in str(out)
