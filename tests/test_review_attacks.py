@@ -291,3 +291,32 @@ def test_template_values_are_contextual_everywhere(path: str) -> None:
     else:
         out = api.htmltext("<p>%s</p>") % _link()
     assert "javascript:" not in str(out)
+
+
+# -- 7. a dict display's key given twice (or a computed key) ---------------------------------
+#
+# visit_percent() escapes, for each key of a '%' format, the value of the *first* entry
+# of the dict display with that constant key (dict_keys.setdefault), and ignores entries
+# whose key is not a constant; at run time the *last* entry with an equal key wins, and
+# the literal is formatted HTML-only (_ptl_html_mod).  The unescaped entry lands.
+
+DICT_DISPLAY = {
+    "key twice": (
+        "def f [html] (u):\n    '<a href=\"%(u)s\">x</a>' % {'u': '/home', 'u': u}\n",
+        (JS_URL,),
+    ),
+    "computed key": (
+        "def f [html] (u, k):\n    '<a href=\"%(u)s\">x</a>' % {'u': '/home', k: u}\n",
+        (JS_URL, "u"),
+    ),
+}
+
+
+@review(
+    "compiler: '%' with a dict display escapes the first entry of a key; the last one (a "
+    "repeated or computed key) is what str's % uses, HTML-escaped only"
+)
+@pytest.mark.parametrize("name", list(DICT_DISPLAY))
+def test_dict_display_entry_that_wins_is_escaped(name: str) -> None:
+    source, args = DICT_DISPLAY[name]
+    assert "javascript:" not in render(source, *args)
