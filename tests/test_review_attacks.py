@@ -320,3 +320,68 @@ DICT_DISPLAY = {
 def test_dict_display_entry_that_wins_is_escaped(name: str) -> None:
     source, args = DICT_DISPLAY[name]
     assert "javascript:" not in render(source, *args)
+
+
+# -- in the browser ------------------------------------------------------------------------
+
+browser_only = [
+    pytest.mark.slow,
+    pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[XSSBrowser]:
+    with XSSBrowser() as chromium:
+        yield chromium
+
+
+def visit(browser: XSSBrowser, html: str) -> list[str]:
+    page = f"<!doctype html><html><head><meta charset=utf-8></head><body>{html}</body></html>"
+    return browser.visit_response(PAGE_URL, page.encode())
+
+
+def _page(name: str) -> str:
+    """The output of finding *name*, as a page body (each confirmed to run script)."""
+    from ptl_wsgi.html import implementation
+
+    markup = implementation("python").htmltext
+    if name == "uncut percent: key with parentheses":
+        return render(*UNCUT_PERCENT["key with parentheses, handler"][:2])
+    if name == "uncut percent: href":
+        return render(*UNCUT_PERCENT["key with parentheses, href"][:2])
+    if name == "division after a keyword property":
+        return render(f"def f [html] (n):\n    {PROPERTY_DIVISION!r} % n\n", "alert(1)")
+    if name == "precision cuts markup":
+        fragment = _cut_fragment(markup)
+        return str(markup('<p>%.20s</p><a href="%s">x</a>') % (fragment, CUT_FRAGMENT_VALUE))
+    if name == "import map":
+        return str(markup(IMPORT_MAP) % MODULE_URL)
+    if name == "dict display key twice":
+        source, args = DICT_DISPLAY["key twice"]
+        return render(source, *args)
+    if name == "t-string through htmlescape":
+        return str(implementation("python").htmlescape(_link()))
+    raise AssertionError(name)
+
+
+BROWSER_FINDINGS = [
+    "uncut percent: key with parentheses",
+    "uncut percent: href",
+    "division after a keyword property",
+    "precision cuts markup",
+    "import map",
+    "dict display key twice",
+    "t-string through htmlescape",
+]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[*browser_only, review(f"runs script in Chromium: {name}")])
+        for name in BROWSER_FINDINGS
+    ],
+)
+def test_findings_run_no_script_in_a_browser(browser: XSSBrowser, name: str) -> None:
+    assert visit(browser, _page(name)) == []
