@@ -362,6 +362,8 @@ def _page(name: str) -> str:
         return render(source, *args)
     if name == "non-ASCII end tag":
         return str(markup(NON_ASCII_END_TAG) % "alert(1)")
+    if name == "Kelvin sign breakout":
+        return str(markup(KELVIN_BREAKOUT) % "-alert(1)-")
     if name == "t-string through htmlescape":
         return str(implementation("python").htmlescape(_link()))
     raise AssertionError(name)
@@ -376,6 +378,7 @@ BROWSER_FINDINGS = [
     "dict display key twice",
     "t-string through htmlescape",
     "non-ASCII end tag",
+    "Kelvin sign breakout",
 ]
 
 
@@ -408,3 +411,28 @@ def test_non_ascii_end_tag_does_not_end_a_script(impl: str) -> None:
 
     markup = implementation(impl).htmltext
     assert "var t = alert(1);" not in str(markup(NON_ASCII_END_TAG) % "alert(1)")
+
+
+# The same root (Unicode case mapping where HTML maps ASCII only), through str.lower():
+# a start tag "<bloc\u212aquote>" (KELVIN SIGN) inside <svg> is lowered by the engine to
+# "blockquote", a breakout tag, so the engine leaves SVG; the browser sees an unknown SVG
+# element and stays in SVG, where a <script>'s references are decoded ("&quot;" is a
+# quote).  A value the engine escapes as in a JS string then runs as code.
+
+KELVIN_BREAKOUT = (
+    '<svg><bloc\u212aquote><script>var s = "&quot;+(", x = "%s", y = ")+&quot;";</script>'
+    "</bloc\u212aquote></svg>"
+)
+
+
+@review("engine: '<bloc\\u212aquote>' in <svg> lowered to a breakout tag (str.lower beyond ASCII)")
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_kelvin_sign_tag_does_not_break_out_of_svg(impl: str) -> None:
+    from ptl_wsgi.html import implementation
+
+    markup = implementation(impl).htmltext
+    try:
+        out = str(markup(KELVIN_BREAKOUT) % "-alert(1)-")
+    except ValueError:
+        return  # refused: fine
+    assert 'x = "-alert(1)-"' not in out
