@@ -436,3 +436,34 @@ def test_kelvin_sign_tag_does_not_break_out_of_svg(impl: str) -> None:
     except ValueError:
         return  # refused: fine
     assert 'x = "-alert(1)-"' not in out
+
+
+# -- 9. a value completes "<!--" in a script ---------------------------------------------------
+#
+# In a script's raw text "<!--" then "<script" puts the tokenizer in the double escaped
+# state, where "</script>" no longer ends the script; the engine refuses that in literal
+# text (_script_escapes), and refuses a value that could continue "<script".  But a
+# value may complete "<!--" after a literal "<", "<!" or "<!-" (js_string and js_value
+# leave "!" and "-" as they are): with a later literal "<script" (a string in the script,
+# document.write('<script ...'), the browser keeps the script open past its "</script>"
+# and swallows the rest of the page as script text, while the engine goes on in HTML.
+# Confirmed in Chromium: the element after the script is gone.
+
+COMMENT_OPENER = '<script>var a = "<!-%s", b = "<script>";</script><p id=after>%s</p>'
+
+
+@review("a value completes '<!--' in a script ('<!-' then '-'), then a literal '<script': double escaped state")
+@pytest.mark.parametrize("impl", ["python", "c"])
+@pytest.mark.parametrize("literal, value", [("<!-", "-"), ("<!", "--"), ("<", "!--")])
+def test_value_does_not_complete_a_comment_opener_in_a_script(
+    impl: str, literal: str, value: str
+) -> None:
+    from ptl_wsgi.html import implementation
+
+    markup = implementation(impl).htmltext
+    fmt = COMMENT_OPENER.replace("<!-%s", literal + "%s")
+    try:
+        out = str(markup(fmt) % (value, "x"))
+    except ValueError:
+        return  # refused: fine
+    assert '"<!--"' not in out
