@@ -17,7 +17,6 @@ import pytest
 from browser import XSSBrowser, unavailable
 
 from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.html import htmltext
 
 JS_URL = "javascript:alert(1)"
 UNSAFE_URL = "about:invalid#ptl-unsafe-url"
@@ -194,7 +193,7 @@ def test_import_map_value_is_checked_as_a_url(impl: str) -> None:
 def test_import_map_value_is_checked_as_a_url_compiled() -> None:
     source = (
         "def f [html] (u):\n"
-        "    f'<script type=\"importmap\">{{\"imports\": {{\"app\": \"{u}\"}}}}</script>'\n"
+        '    f\'<script type="importmap">{{"imports": {{"app": "{u}"}}}}</script>\'\n'
     )
     assert "data:text" not in render(source, MODULE_URL)
 
@@ -404,7 +403,10 @@ def test_findings_run_no_script_in_a_browser(browser: XSSBrowser, name: str) -> 
 NON_ASCII_END_TAG = '<script>var s = "</\u017fcript>"; var t = %s;</script>'
 
 
-@review("engine: '</\u017fcript>' (U+017F) taken for the end of a script (re.IGNORECASE without re.ASCII)")
+@review(
+    "engine: '</\u017fcript>' (U+017F) taken for the end of a script "
+    "(re.IGNORECASE without re.ASCII)"
+)
 @pytest.mark.parametrize("impl", ["python", "c"])
 def test_non_ascii_end_tag_does_not_end_a_script(impl: str) -> None:
     from ptl_wsgi.html import implementation
@@ -452,7 +454,10 @@ def test_kelvin_sign_tag_does_not_break_out_of_svg(impl: str) -> None:
 COMMENT_OPENER = '<script>var a = "<!-%s", b = "<script>";</script><p id=after>%s</p>'
 
 
-@review("a value completes '<!--' in a script ('<!-' then '-'), then a literal '<script': double escaped state")
+@review(
+    "a value completes '<!--' in a script ('<!-' then '-'), then a literal '<script': "
+    "the double escaped state"
+)
 @pytest.mark.parametrize("impl", ["python", "c"])
 @pytest.mark.parametrize("literal, value", [("<!-", "-"), ("<!", "--"), ("<", "!--")])
 def test_value_does_not_complete_a_comment_opener_in_a_script(
