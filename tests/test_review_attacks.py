@@ -472,3 +472,19 @@ def test_value_does_not_complete_a_comment_opener_in_a_script(
     except ValueError:
         return  # refused: fine
     assert '"<!--"' not in out
+
+
+@review("a precision on a markup value in text cuts the markup (compiled f-string and %)")
+@pytest.mark.parametrize(
+    "body",
+    [
+        "f'<p>{frag(name):.20}</p><a href=\"{u}\">x</a>'",
+        "'<p>%.20s</p><a href=\"%s\">x</a>' % (frag(name), u)",
+    ],
+)
+def test_precision_does_not_cut_markup_compiled(body: str) -> None:
+    source = (
+        "def frag [html] (name):\n    f'<abbr title=\"{name}\">?</abbr>'\n"
+        f"def f [html] (name, u):\n    {body}\n"
+    )
+    assert '<abbr title="AAAAAAA</p>' not in render(source, "A" * 30, CUT_FRAGMENT_VALUE)
