@@ -176,7 +176,7 @@ def test_wsgi_abandoned_stream_leaves_no_nonce(templates: Path) -> None:
     def app(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         start_response("200 OK", [("Content-Type", "text/html")])
         try:
-            yield str(htmltext('<script nonce="%s">') % csp_nonce()).encode()
+            yield str(htmltext('<script nonce="%s"></script>') % csp_nonce()).encode()
             yield b"never sent"
         finally:
             closed.append(csp_nonce())  # close() runs inside the request's scope too
