@@ -1416,8 +1416,11 @@ class _Transformer(_ScopeWalker):
         )
         if self.warnings is not None and self.tracking and isinstance(node.op, ast.Add):
             self.check_concatenation(node)
+        # A format the compiler cannot read (str reads more: "%(f())s", "%.s") is not
+        # planned here: htmltext's own % plans it at run time, never HTML-only.
+        readable = literal and _percent_holes(cast(ast.Constant, node.left).value) is not None
         visited = self.visit_percent(node)
-        if not literal:
+        if not literal or (self.tracking and not readable):
             return visited
         return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
 
@@ -1566,8 +1569,13 @@ class _Transformer(_ScopeWalker):
         dict_keys: dict[str, int] = {}
         if isinstance(node.right, ast.Dict):
             for index, key in enumerate(node.right.keys):
-                if isinstance(key, ast.Constant) and type(key.value) is str:
-                    dict_keys.setdefault(key.value, index)
+                if not (isinstance(key, ast.Constant) and type(key.value) is str):
+                    if wanted:  # ("**m" or a computed key may replace an entry escaped here)
+                        raise self.fragment_error(node)
+                    continue
+                if key.value in dict_keys and wanted:
+                    raise self.fragment_error(node)  # (the last entry wins, at run time)
+                dict_keys.setdefault(key.value, index)
         specs: list[str | None] = [None] * len(conversions)
         if wanted:
             # An escaped field's conversion, flags, width and precision are applied to the

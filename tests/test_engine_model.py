@@ -195,7 +195,15 @@ def test_a_value_in_a_cdata_section_of_an_svg_script_cannot_end_it() -> None:
 
 # -- 4. the type of a script ----------------------------------------------------------------
 
-JSON_TYPES = ["application/ld+json", "application/json", " importmap ", "speculationrules"]
+JSON_TYPES = ["application/ld+json", "application/json", "text/json", " application/geo+json "]
+
+
+@pytest.mark.parametrize("kind", [" importmap ", "speculationrules", "IMPORTMAP"])
+def test_no_value_may_go_in_an_import_map_or_speculation_rules(kind: str) -> None:
+    # Their strings are URLs the browser loads (a module it runs): a value there could map
+    # "app" to data:text/javascript,... (found by an attacker's review).
+    with pytest.raises(SyntaxError, match="import map"):
+        render(f'f\'<script type="{kind}">{{{{"imports": {{{{"a": "{{v}}"}}}}}}}}</script>\'', "x")
 
 
 @pytest.mark.parametrize("kind", JSON_TYPES)

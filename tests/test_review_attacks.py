@@ -73,10 +73,6 @@ def _args(value: Any) -> tuple[Any, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-@review(
-    "compiler: a literal % whose format _PERCENT_SPEC cannot cut (a key with '()', "
-    "'%.s') is not planned and formatted by format_mod_html: no contextual escaping"
-)
 @pytest.mark.parametrize("name", list(UNCUT_PERCENT))
 def test_uncut_percent_format_is_escaped_for_its_context(name: str) -> None:
     source, value, forbidden = UNCUT_PERCENT[name]
@@ -115,16 +111,11 @@ PROPERTY_DIVISION = (
 )
 
 
-@review(
-    "engine: '/' after a keyword used as a property name ('stats.new / x') is taken for a "
-    "regular expression; a value the browser runs as code is escaped as a JS string"
-)
 def test_division_after_a_keyword_property_compiled() -> None:
     source = f"def f [html] (n):\n    {PROPERTY_DIVISION!r} % n\n"
     assert "var n = alert(1);" not in render(source, "alert(1)")
 
 
-@review("engine: '/' after 'stats.new' (run-time htmltext %, both twins)")
 @pytest.mark.parametrize("impl", ["python", "c"])
 def test_division_after_a_keyword_property_at_run_time(impl: str) -> None:
     from ptl_wsgi.html import implementation
@@ -180,22 +171,23 @@ IMPORT_MAP = (
 MODULE_URL = "data:text/javascript,alert(1)"
 
 
-@review("a value in an import map is a module URL: a data: (or javascript:) one is kept")
 @pytest.mark.parametrize("impl", ["python", "c"])
 def test_import_map_value_is_checked_as_a_url(impl: str) -> None:
+    # Fixed: no value may go in an import map (a module URL), at run time as compiled.
     from ptl_wsgi.html import implementation
 
     markup = implementation(impl).htmltext
-    assert "data:text" not in str(markup(IMPORT_MAP) % MODULE_URL)
+    with pytest.raises(ValueError, match="import map"):
+        markup(IMPORT_MAP) % MODULE_URL
 
 
-@review("a value in an import map is a module URL (compiled f-string)")
 def test_import_map_value_is_checked_as_a_url_compiled() -> None:
     source = (
         "def f [html] (u):\n"
         '    f\'<script type="importmap">{{"imports": {{"app": "{u}"}}}}</script>\'\n'
     )
-    assert "data:text" not in render(source, MODULE_URL)
+    with pytest.raises(SyntaxError, match="import map"):
+        render(source, MODULE_URL)
 
 
 # -- 5. htmx attributes that htmx evaluates as JavaScript ------------------------------------
@@ -381,11 +373,28 @@ BROWSER_FINDINGS = [
 ]
 
 
+# Findings not fixed yet: their page still runs script (the others are fixed, and run none).
+OPEN_FINDINGS = {
+    "precision cuts markup",
+    "dict display key twice",
+    "t-string through htmlescape",
+    "non-ASCII end tag",
+    "Kelvin sign breakout",
+}
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=[*browser_only, review(f"runs script in Chromium: {name}")])
+        pytest.param(
+            name,
+            marks=[
+                *browser_only,
+                *([review(f"runs script in Chromium: {name}")] if name in OPEN_FINDINGS else []),
+            ],
+        )
         for name in BROWSER_FINDINGS
+        if name != "import map"  # (refused now: no page to load)
     ],
 )
 def test_findings_run_no_script_in_a_browser(browser: XSSBrowser, name: str) -> None:

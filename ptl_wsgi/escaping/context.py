@@ -528,9 +528,10 @@ _JS_TYPES = frozenset(
         "text/livescript", "text/x-ecmascript", "text/x-javascript",
     }
 )  # fmt: skip
-_JSON_TYPES = frozenset(
-    {"application/json", "application/ld+json", "text/json", "importmap", "speculationrules"}
-)
+_JSON_TYPES = frozenset({"application/json", "application/ld+json", "text/json"})
+# JSON whose strings the browser loads: an import map maps modules to URLs it runs, speculation
+# rules prefetch and prerender URLs.  No value may go in them (build them in the literal).
+_URL_JSON_TYPES = frozenset({"importmap", "speculationrules"})
 
 
 # Types a library runs as code (Babel, TypeScript, CoffeeScript, PyScript, ...): as
@@ -540,12 +541,14 @@ _CODE_TYPE = re.compile(r"script|babel|jsx|coffee|python|\A(?:py|mpy|text/ts)\Z"
 
 
 def _script_kind(note: str) -> str:
-    """The body of a script whose type attribute was *note*: "", "json" or "data"."""
+    """The body of a script whose type attribute was *note*: "", "json", "urls" or "data"."""
     if note == "?":
         return "json"  # a value in the type: JSON's escapes are valid in both
     mime = note[1:].partition(";")[0].strip(_SPACE).lower()
     if mime in _JS_TYPES or _CODE_TYPE.search(mime):
         return ""
+    if mime in _URL_JSON_TYPES:
+        return "urls"
     if mime in _JSON_TYPES or mime.endswith("+json"):
         return "json"
     return "data"
@@ -822,7 +825,12 @@ def _js_slash_context(before: str, ctx_sub: str) -> str:
     if last == "]" or last.isalnum() or last in "_$":
         if last.isalnum() or last in "_$":
             word = _IDENT_TAIL.search(code)
-            if word is not None and word.group() in _JS_KEYWORDS_BEFORE_EXPRESSION:
+            if (
+                word is not None
+                and word.group() in _JS_KEYWORDS_BEFORE_EXPRESSION
+                # After "." (or "?.") a keyword is a property's name: "stats.new / 2".
+                and not code[: word.start()].rstrip().endswith(".")
+            ):
                 return J_REGEXP
         return J_DIVOP
     if last in "+-" and code.endswith(("++", "--")):
@@ -969,6 +977,14 @@ def _js_regexp(ctx: Context, text: str) -> tuple[Context, str]:
         if char == "\\":
             i += 2
             continue
+        if char in "\n\r\u2028\u2029":
+            # No regular expression literal spans lines: the "/" before was a division
+            # the engine did not see as one, and it would be out of step from here on.
+            raise ContextError(
+                "a JavaScript regular expression would go on past a line end, which none "
+                "may: a '/' before it divides; write the division with spaces and "
+                "parentheses that leave no doubt ('(a) / b')"
+            )
         if in_class:
             if char == "]":
                 in_class = False
@@ -1215,6 +1231,12 @@ def _base(ctx: Context) -> str:
                 "attribute or a <script>, or a data: URL with a literal image type"
             )
         return _URL_BASES.get(ctx.sub, "url_query")
+    if ctx.kind == "urls":
+        raise ContextError(
+            "no value may go in an import map or speculation rules (their strings are URLs "
+            "the browser loads and runs, which no escaping checks there); write the map in "
+            "the literal, or build it as JSON with a URL checked by safe_url"
+        )
     if ctx.kind == "json":
         return _JSON_BASES.get(_BASES[state], _BASES[state])
     return _BASES[state]
