@@ -324,8 +324,8 @@ def js_recipes(rng: random.Random) -> list[Recipe]:
     pre = JS_SETUP + rng.choice(JS_PRELUDES)
     post = rng.choice(["", " var z = 1 / 2;", " // end", " /* end */"])
     open_ = rng.choice(["<script>", '<script type="text/javascript">', "<script type=module>"])
-    if "type=module" in open_ and "n-->0" in pre:
-        open_ = "<script>"
+    if "type=module" in open_ and rng.random() < 0.5:
+        open_ = "<script>"  # (and never with <!--: HTML-like comments are not module code)
     sa, sb = rng.choice(["", "a", "\\n"]), rng.choice(["", "z"])
     dsa = {"\\n": "\n"}.get(sa, sa)
     out = []
@@ -372,7 +372,7 @@ def js_recipes(rng: random.Random) -> list[Recipe]:
     )  # fmt: skip
     out.append(
         Recipe("script in <!--", "JS string after <!--",
-               f"{open_}<!--\n{pre}var s = \"", "\"; __ptl_put(s);\n//--></script>", "got", GOT)
+               f"{open_.replace(' type=module', '')}<!--\n{pre}var s = \"", "\"; __ptl_put(s);\n//--></script>", "got", GOT)
     )  # fmt: skip
     return out
 
@@ -1068,22 +1068,10 @@ class Finding:
 def known_finding(item: Render, problems: list[str]) -> str:
     case = item.case
     name, text = case.recipe.name, case.literal()
-    before, after = case.segments()
     if name == "json script":
         return "JSON script types: the JS string escaper's \\x22 is not JSON"
     if "CDATA" in name or "foreignObject script" in name or "mtext script" in name:
         return "SVG CDATA / foreignObject / mtext scripts"
-    if "<![CDATA[" in text or ("<foreignObject>" in text and "<script" in text):
-        return "SVG CDATA / foreignObject / mtext scripts"
-    pieces = [*before, *after]
-    for i in range(len(pieces) - 1):
-        joined = pieces[i][-8:] + pieces[i + 1][:8]
-        if (
-            "</script" in joined
-            and "</script" not in pieces[i][-8:]
-            and "</script" not in (pieces[i + 1][:8])
-        ):
-            return "an end tag </script split across literals"
     for match in _PAREN_SLASH.finditer(text):
         split = any(match.start() < cut < match.end() for cut in case.cuts)
         if match.group(1) or split:
