@@ -179,6 +179,22 @@ REGRESSIONS = {
             '"" and the literal after it becomes another attribute'
         ),
     ),
+    # '<a id=ptlc href=%s/x>x</a>' % '' gives href=""/x: the link is the page itself, the
+    # literal rest of the URL an attribute "x".
+    "empty value at the start of an unquoted URL, literal path after it": (
+        regression(
+            "<a id=ptlc href=",
+            "/x>x</a>",
+            "url",
+            f"{ELEMENT}.getAttribute('href')",
+            suffix="/x",
+        ),
+        "",
+        drift(
+            "an empty value at the start of an unquoted URL attribute value is written as "
+            '"" and the literal rest of the URL is lost'
+        ),
+    ),
     # <script type=application/json>: the JS string escaper's \x3c is not JSON.
     "JSON script": (
         regression(
