@@ -95,6 +95,7 @@ HOSTILE = [
     "1;__ptl_hit(25)",
     "red;background:url(javascript:__ptl_hit(26))",
     "<svg onload=__ptl_hit(27)>",
+    "-__ptl_hit(28)-",
     "//evil.example/x",
     "javascript",
     " Java\tScript",
@@ -1109,6 +1110,8 @@ def engine_ok(case: Case) -> str | None:
         pieces = "refused"
     if whole != pieces:
         return f"engine: escaper {whole} for the whole literal, {pieces} for its pieces"
+    if case.recipe.html5 and whole not in (None, "text_u", "text_u0"):
+        return f"engine: escaper {whole} where html5lib sees a text node or attribute value"
     return None
 
 
@@ -1158,7 +1161,9 @@ def known_finding(item: Render, problems: list[str]) -> str:
     if "CDATA" in name or "foreignObject script" in name or "mtext script" in name:
         return "SVG CDATA / foreignObject / mtext scripts"
     for match in _PAREN_SLASH.finditer(text):
-        split = any(match.start() < cut < match.end() for cut in case.cuts)
+        line_end = text.find("\n", match.end())
+        line_end = len(text) if line_end < 0 else line_end
+        split = any(match.start() < cut <= line_end for cut in case.cuts)
         if match.group(1) or split:
             return "a regular expression after ) split by a comment or literal boundary"
     return ""
@@ -1200,22 +1205,18 @@ def check_items(
             for item in chunk:
                 sub_findings, sub_stray = check_items(browser, [item], batch=1)
                 findings += sub_findings
-                if sub_stray:
-                    findings.append(Finding(item, [f"executed: {sub_stray}"]))
+                strays += sub_stray
             continue
         strays += stray
         for item, result in zip(chunk, results, strict=True):
-            finding = judge(item, result)
-            if stray:
-                (finding or Finding(item, [])).problems.append(f"executed: {stray}")
-                finding = finding or Finding(item, [f"executed: {stray}"])
+            finding = judge(item, result, [f"EXECUTED outside its frame: {stray}"] if stray else [])
             if finding:
                 findings.append(finding)
     return findings, strays
 
 
-def judge(item: Render, result: dict[str, Any]) -> Finding | None:
-    problems = []
+def judge(item: Render, result: dict[str, Any], problems: list[str]) -> Finding | None:
+    """The oracle's verdict on one render: None, or a finding with what went wrong."""
     hits = result["fired"] + result["hooks"]
     if hits:
         problems.append(f"EXECUTED {hits}")
@@ -1266,7 +1267,9 @@ def fuzz(
             else:
                 drift = engine_ok(case)
                 if drift:
-                    findings.append(Finding(Render(case, ""), [drift]))
+                    finding = Finding(Render(case, ""), [drift])
+                    finding.known = known_finding(finding.item, finding.problems)
+                    findings.append(finding)
                 compiled = compile_case(case)
                 if compiled.crash:
                     findings.append(Finding(Render(case, ""), [f"compiler: {compiled.crash}"]))
@@ -1307,7 +1310,7 @@ def _still_fails(browser: FuzzBrowser, case: Case, value: Any, runtime: str) -> 
     if item.error:
         return None
     findings, _ = check_items(browser, [item], batch=1)
-    executed = [f for f in findings if any("EXECUTED" in p or "executed" in p for p in f.problems)]
+    executed = [f for f in findings if any("EXECUTED" in p for p in f.problems)]
     return executed[0] if executed else (findings[0] if findings else None)
 
 

@@ -65,7 +65,7 @@ def browser() -> Iterator[FuzzBrowser]:
 
 def report(findings: list, browser: FuzzBrowser, runtime: str = "") -> str:
     """The first new findings, each shrunk to a minimal template."""
-    shown = [shrink(browser, finding, runtime, budget=15).describe() for finding in findings[:3]]
+    shown = [shrink(browser, finding, runtime, budget=10).describe() for finding in findings[:3]]
     more = f"\n\n... and {len(findings) - 3} more" if len(findings) > 3 else ""
     return f"{len(findings)} drifts:\n\n" + "\n\n".join(shown) + more
 
@@ -146,11 +146,14 @@ def test_runtime_formatting_runs_no_value_and_keeps_data(browser: FuzzBrowser, k
 # -- drifts the fuzzer found, shrunk ---------------------------------------------------
 
 
-def regression(before: str, after: str, check: str, read: str, **recipe: object) -> Case:
-    """A one-statement case: ``'<before>%s<after>' % v``, read back as the fuzzer does."""
+def regression(
+    before: str, after: str, check: str, read: str, cuts: tuple[int, ...] = (), **recipe: object
+) -> Case:
+    """``'<before>%s<after>' % v`` (*before* cut into statements at *cuts*), read back as the
+    fuzzer does."""
     name = str(recipe.pop("name", "regression"))
     made = Recipe(name, name, before, after, check, read, **recipe)  # type: ignore[arg-type]
-    return Case(made, [], [], [], "percent", name)
+    return Case(made, [], [], list(cuts), "percent", name)
 
 
 def known(reason: str) -> pytest.MarkDecorator:
@@ -216,6 +219,33 @@ REGRESSIONS = {
             GOT,
         ),
         "__ptl_hit(15)",
+        known("a regular expression after ) split by a comment or literal boundary"),
+    ),
+    # Cut after the ")" of the line: the ambiguity check sees only the first piece, and the
+    # engine follows the division (a template literal, a string) where the browser reads a
+    # regular expression:
+    #     '<script>while (0) /`/.test(\''
+    #     '\'); __ptl_put([0,%s][1]);</script>' % v      (the value is not escaped)
+    "regexp after ), the line cut by a statement boundary": (
+        regression(
+            "<script>while (0) /`/.test(''); __ptl_put([0,",
+            "][1]);</script>",
+            "got_value",
+            GOT,
+            cuts=(len("<script>while (0) /`/.test('"),),
+        ),
+        "__ptl_hit(15)",
+        known("a regular expression after ) split by a comment or literal boundary"),
+    ),
+    "regexp after ), a string after the cut": (
+        regression(
+            "<script>if (1) /\"/.test('');  var s = \"",
+            '"; __ptl_put(s);</script>',
+            "got",
+            GOT,
+            cuts=(len("<script>if (1) /\"/.test('')"),),
+        ),
+        "-__ptl_hit(28)-",
         known("a regular expression after ) split by a comment or literal boundary"),
     ),
     "svg CDATA with an end tag in it": (
