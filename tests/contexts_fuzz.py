@@ -694,16 +694,27 @@ def _value_statement(style: str, b: str, a: str) -> list[str]:
         lines += ["if v is not None:", "    v", "else:", "    'None'"]
     elif style == "loop":
         lines += ["for x in (v,):", "    x"]
+    elif style in ("halves", "halves_branch"):
+        # The value as two values in a row (the second maybe in a branch): the engine's
+        # context after a value, and where branches join, are exercised too.
+        lines += ["h = str(v)", "str(v)[: len(h) // 2]"]
+        second = "h[len(h) // 2 :]"
+        lines += [f"if {second}:", f"    {second}"] if style == "halves_branch" else [second]
     else:
         lines.append("v")
     return lines + ([repr(a)] if a else [])
+
+
+# The checks whose value may arrive in two pieces (not a JS number, not one CSS token).
+HALVES = frozenset({"text", "text_lstrip", "rawtext", "got", "got_true", "got_ok", "comment",
+                    "css_string", "url", "none", "canary_color"})  # fmt: skip
 
 
 def generate(seed: int, count: int) -> list[Case]:
     """*count* cases from *seed*: recipes in turn, decorations, cuts and styles at random."""
     rng = random.Random(seed)
     cases: list[Case] = []
-    turn = 0
+    turn = seed % len(RECIPE_GROUPS)  # (a short run of a seed still starts somewhere new)
     while len(cases) < count:
         group = RECIPE_GROUPS[turn % len(RECIPE_GROUPS)]
         turn += 1
@@ -712,7 +723,10 @@ def generate(seed: int, count: int) -> list[Case]:
             suffix = [rng.choice(DECORATIONS) for _ in range(rng.choice([0, 0, 1]))]
             if "<p class=a>" in prefix and "</p>" not in suffix:
                 prefix.remove("<p class=a>")
-            case = Case(recipe, prefix, suffix, [], rng.choice(STYLES))
+            style = rng.choice(STYLES)
+            if style == "branch" and recipe.check in HALVES and rng.random() < 0.6:
+                style = rng.choice(["halves", "halves_branch"])
+            case = Case(recipe, prefix, suffix, [], style)
             length = len(case.literal()) - len(SLOT)
             number = rng.choice([0, 1, 1, 2, 3, 5])
             slot = case.literal().index(SLOT)
@@ -1057,6 +1071,8 @@ def expected_ok(item: Render, result: dict[str, Any]) -> str | None:
             return f"url {read!r}"
         if middle == UNSAFE_URL or unquote(middle) in (text, unquote(text)):
             return None
+        if item.case.style.startswith("halves") and middle.startswith(UNSAFE_URL):
+            return None  # (the first half refused alone)
         if unquote(middle) in (text.strip(), re.sub("[\t\n\r]", "", text)):
             return None
         return f"url {read!r}"
@@ -1150,12 +1166,10 @@ class Finding:
 def known_finding(item: Render, problems: list[str]) -> str:
     case = item.case
     name, text = case.recipe.name, case.literal()
-    if (
-        item.value == ""
-        and re.search(r"=\Z", "".join(case.segments()[0]))
-        and re.match(r"[^\s>]", "".join(case.segments()[1]))
-    ):
+    if "".join(case.segments()[0]).endswith("=") and re.search(r'=""[^\s>]', item.output):
         return "DRIFT (test_regressions): an empty value at the start of an unquoted attribute"
+    if name.startswith("scheme") and ("branch" in case.style or "if " in case.source()):
+        return "DRIFT (test_regressions): values spell a URL scheme through an if"
     if name == "json script":
         return "JSON script types: the JS string escaper's \\x22 is not JSON"
     if "CDATA" in name or "foreignObject script" in name or "mtext script" in name:
@@ -1360,7 +1374,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--minutes", type=float, default=10.0, help="stop after this long")
     parser.add_argument("--seeds", type=int, nargs="*", help="these seeds (default: random)")
-    parser.add_argument("--cases", type=int, default=60, help="cases per seed")
+    parser.add_argument("--cases", type=int, default=100, help="cases per seed")
     parser.add_argument(
         "--values", type=int, default=12, help="sentinels per case, drawn at random (0: all)"
     )

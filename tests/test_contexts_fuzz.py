@@ -39,6 +39,7 @@ from contexts_fuzz import (
     render,
     shrink,
 )
+from ptl_helpers import compiled
 
 from ptl_wsgi.html import htmltext
 
@@ -147,13 +148,19 @@ def test_runtime_formatting_runs_no_value_and_keeps_data(browser: FuzzBrowser, k
 
 
 def regression(
-    before: str, after: str, check: str, read: str, cuts: tuple[int, ...] = (), **recipe: object
+    before: str,
+    after: str,
+    check: str,
+    read: str,
+    cuts: tuple[int, ...] = (),
+    style: str = "percent",
+    **recipe: object,
 ) -> Case:
-    """``'<before>%s<after>' % v`` (*before* cut into statements at *cuts*), read back as the
-    fuzzer does."""
+    """``'<before>%s<after>' % v`` (*before* cut into statements at *cuts*, the value put in
+    with *style*, see contexts_fuzz.STYLES), read back as the fuzzer does."""
     name = str(recipe.pop("name", "regression"))
     made = Recipe(name, name, before, after, check, read, **recipe)  # type: ignore[arg-type]
-    return Case(made, [], [], list(cuts), "percent", name)
+    return Case(made, [], [], list(cuts), style, name)
 
 
 def known(reason: str) -> pytest.MarkDecorator:
@@ -196,6 +203,29 @@ REGRESSIONS = {
         drift(
             "an empty value at the start of an unquoted URL attribute value is written as "
             '"" and the literal rest of the URL is lost'
+        ),
+    ),
+    # The value in two halves, the second in an if: the scheme they spell with the
+    # literal ":" is checked by nobody (one statement, or no if, is refused):
+    #     '<a id=ptlc href="'
+    #     h = str(v)
+    #     str(v)[: len(h) // 2]
+    #     if h[len(h) // 2 :]:
+    #         h[len(h) // 2 :]
+    #     ':__ptl_hit(90)">x</a>'
+    "values spelling a scheme through an if": (
+        regression(
+            '<a id=ptlc href="',
+            ':__ptl_hit(90)">x</a>',
+            "url",
+            f"{ELEMENT}.getAttribute('href')",
+            style="halves_branch",
+            suffix=":__ptl_hit(90)",
+        ),
+        "javascript",
+        drift(
+            "HOLE: values at the start of a URL spell its scheme with a literal ':' through "
+            "an if (the join forgets that values are in the scheme's place); javascript: runs"
         ),
     ),
     # <script type=application/json>: the JS string escaper's \x3c is not JSON.
@@ -292,4 +322,29 @@ def test_regressions(browser: FuzzBrowser, name: str) -> None:
     item = render(case, compiled.function, value)
     item.markup = isinstance(value, htmltext)
     findings, _ = check_items(browser, [item])
+    assert not findings, findings[0].describe()
+
+
+# The same hole with three values, as a template would have it: javascript:alert(1).
+SCHEME_THROUGH_A_BRANCH = """\
+def f [html] (a, b, p):
+    '<a id=ptlc href="'
+    a
+    if b:
+        b
+    ':'
+    p
+    '">x</a>'
+"""
+
+
+@drift("HOLE: values spell a URL's scheme with a literal ':' through an if")
+def test_values_cannot_spell_a_scheme_through_an_if(browser: FuzzBrowser) -> None:
+    try:
+        module = compiled(SCHEME_THROUGH_A_BRANCH, "scheme_through_an_if")
+    except SyntaxError:
+        return  # refused, as it is without the if
+    output = str(module.f("java", "script", "__ptl_hit(1)"))
+    case = regression('<a id=ptlc href="', '">x</a>', "none", GOT)
+    findings, _ = check_items(browser, [Render(case, "", output)])
     assert not findings, findings[0].describe()
