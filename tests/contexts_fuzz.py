@@ -503,6 +503,13 @@ def other_recipes(rng: random.Random) -> list[Recipe]:
         Recipe("svg foreignObject script entity string", "foreignObject script",
                "<svg><foreignObject><script>__ptl_put(&quot;",
                "&quot;)</script></foreignObject></svg>", "got", GOT),
+        Recipe("svg text CDATA", "SVG CDATA text", "<svg><text id=ptlc><![CDATA[a",
+               "b]]></text></svg>", "text", f"{ELEMENT}.textContent", "a", "b"),
+        Recipe("svg desc script entity string (integration point)", "SVG desc script",
+               "<svg><desc><script>__ptl_put(&quot;", "&quot;)</script></desc></svg>", "got",
+               GOT),
+        Recipe("math mi script (integration point)", "MathML script",
+               "<math><mi><script>__ptl_put(\"", "\")</script></mi></math>", "got", GOT),
         Recipe("math mtext script entity string", "MathML script",
                "<math><mtext><script>__ptl_put(&quot;", "&quot;)</script></mtext></math>", "got",
                GOT),
@@ -622,6 +629,7 @@ class Case:
     cuts: list[int]  # offsets into literal(), where one output statement ends
     style: str
     ident: str = ""
+    runtime: str = ""  # "percent" or "format": the run-time path, not compiled
 
     def literal(self) -> str:
         return (
@@ -705,6 +713,30 @@ def _value_statement(style: str, b: str, a: str) -> list[str]:
     return lines + ([repr(a)] if a else [])
 
 
+_TAG_NAMES = re.compile(r"(?<=<)/?(?:script|style|title|textarea|svg|math|iframe|a|p|div)\b")
+_END_TAG = re.compile(r"(</[a-z]+)>", re.IGNORECASE)
+_LAST_EQUALS = re.compile(r"(\s[\w:@.-]+)=([\"']?)\Z")
+
+
+def vary(recipe: Recipe, rng: random.Random) -> Recipe:
+    """*recipe* written another way a browser reads the same: tag names in capitals, spaces
+    before an end tag's ``>``, around the ``=`` of the value's attribute, other spaces."""
+    before, after = recipe.before, recipe.after
+    if rng.random() < 0.5:
+        before = _TAG_NAMES.sub(lambda m: m.group().upper(), before)
+        after = _TAG_NAMES.sub(lambda m: m.group().upper(), after)
+    if rng.random() < 0.5:
+        space = rng.choice([" ", "\n", "\t", "\f"])
+        after = _END_TAG.sub(lambda m: m.group(1) + space + ">", after, count=1)
+    if rng.random() < 0.5:
+        before = _LAST_EQUALS.sub(lambda m: m.group(1) + " = " + m.group(2), before)
+    if rng.random() < 0.5:
+        before = before.replace(
+            " id=ptlc ", rng.choice(["\nid=ptlc\n", "\tid=ptlc\f", "  id=ptlc  "])
+        )
+    return replace(recipe, before=before, after=after)
+
+
 # The checks whose value may arrive in two pieces (not a JS number, not one CSS token).
 HALVES = frozenset({"text", "text_lstrip", "rawtext", "got", "got_true", "got_ok", "comment",
                     "css_string", "url", "none", "canary_color"})  # fmt: skip
@@ -726,6 +758,8 @@ def generate(seed: int, count: int) -> list[Case]:
             style = rng.choice(STYLES)
             if style == "branch" and recipe.check in HALVES and rng.random() < 0.6:
                 style = rng.choice(["halves", "halves_branch"])
+            if rng.random() < 0.3:
+                recipe = vary(recipe, rng)
             case = Case(recipe, prefix, suffix, [], style)
             length = len(case.literal()) - len(SLOT)
             number = rng.choice([0, 1, 1, 2, 3, 5])
@@ -1155,8 +1189,13 @@ class Finding:
         ]
         if self.known:
             lines.append(f"  known: {self.known}")
-        lines.append("  template:")
-        lines += ["    " + line for line in case.source().splitlines()]
+        if case.runtime:
+            fmt = case.format_string(case.runtime)
+            call = " % (v,)" if case.runtime == "percent" else ".format(v)"
+            lines.append(f"  run time: htmltext({fmt!r}){call}")
+        else:
+            lines.append("  template:")
+            lines += ["    " + line for line in case.source().splitlines()]
         if self.item.output:
             lines.append(f"  output: {self.item.output!r}")
         return "\n".join(lines)
@@ -1166,13 +1205,19 @@ class Finding:
 def known_finding(item: Render, problems: list[str]) -> str:
     case = item.case
     name, text = case.recipe.name, case.literal()
-    if "".join(case.segments()[0]).endswith("=") and re.search(r'=""[^\s>]', item.output):
+    before_value = "".join(case.segments()[0]).rstrip(" \t\n\f\r")
+    if before_value.endswith("=") and re.search(r'=[ \t\n\f\r]*""[^ \t\n\f\r>]', item.output):
         return "DRIFT (test_regressions): an empty value at the start of an unquoted attribute"
     if name.startswith("scheme") and ("branch" in case.style or "if " in case.source()):
         return "DRIFT (test_regressions): values spell a URL scheme through an if"
     if name == "json script":
         return "JSON script types: the JS string escaper's \\x22 is not JSON"
-    if "CDATA" in name or "foreignObject script" in name or "mtext script" in name:
+    if (
+        "CDATA" in name
+        or "foreignObject script" in name
+        or "mtext script" in name
+        or ("integration point" in name)
+    ):
         return "SVG CDATA / foreignObject / mtext scripts"
     for match in _PAREN_SLASH.finditer(text):
         line_end = text.find("\n", match.end())
@@ -1276,7 +1321,8 @@ def fuzz(
         for case in generate(seed, cases_per_seed):
             stats.cases += 1
             stats.contexts[case.recipe.context] = stats.contexts.get(case.recipe.context, 0) + 1
-            if runtime:
+            if runtime:  # one format string: no cuts, no style
+                case.cuts, case.style, case.runtime = [], runtime, runtime
                 function: Callable[[Any], Any] = runtime_function(case, runtime)
             else:
                 drift = engine_ok(case)
@@ -1328,6 +1374,19 @@ def _still_fails(browser: FuzzBrowser, case: Case, value: Any, runtime: str) -> 
     return executed[0] if executed else (findings[0] if findings else None)
 
 
+def without(case: Case, part: str, i: int) -> Case:
+    """*case* without its *part* decoration *i*; cuts after it move, cuts in it go."""
+    pieces = getattr(case, part)
+    start = (
+        len("".join(case.prefix[:i]))
+        if part == "prefix"
+        else (len(case.literal()) - len("".join(case.suffix[i:])))
+    )
+    size = len(pieces[i])
+    cuts = [c if c <= start else c - size for c in case.cuts if not start < c < start + size]
+    return replace(case, **{part: pieces[:i] + pieces[i + 1 :]}, cuts=cuts)
+
+
 def shrink(browser: FuzzBrowser, finding: Finding, runtime: str = "", budget: int = 40) -> Finding:
     """A smaller case that fails the same way: fewer decorations, cuts, a plain style."""
     best = finding
@@ -1336,23 +1395,18 @@ def shrink(browser: FuzzBrowser, finding: Finding, runtime: str = "", budget: in
 
     def candidates(case: Case) -> Iterator[Case]:
         for i in range(len(case.prefix)):
-            yield replace(case, prefix=case.prefix[:i] + case.prefix[i + 1 :], cuts=[])
-            yield replace(case, prefix=case.prefix[:i] + case.prefix[i + 1 :])
+            yield without(case, "prefix", i)
         for i in range(len(case.suffix)):
-            yield replace(case, suffix=case.suffix[:i] + case.suffix[i + 1 :])
+            yield without(case, "suffix", i)
         for i in range(len(case.cuts)):
             yield replace(case, cuts=case.cuts[:i] + case.cuts[i + 1 :])
-        if case.style != "statements":
+        if case.style != "statements" and not case.runtime:
             yield replace(case, style="statements")
 
     progress = True
     while progress and tries < budget:
         progress = False
         for candidate in candidates(best.item.case):
-            if candidate.prefix != best.item.case.prefix and candidate.cuts == []:
-                # offsets move with the prefix: keep the cuts where the text is the same
-                shift = len("".join(best.item.case.prefix)) - len("".join(candidate.prefix))
-                candidate.cuts = [c - shift for c in best.item.case.cuts if c - shift > 0]
             tries += 1
             again = _still_fails(browser, candidate, best.item.value, runtime)
             if again and (not executed or any("EXECUTED" in p for p in again.problems)):
