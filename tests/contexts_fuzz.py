@@ -366,6 +366,10 @@ def js_recipes(rng: random.Random) -> list[Recipe]:
                f"$/{flags}.test(__ptl_value));</script>", "got_true", GOT)
     )  # fmt: skip
     out.append(
+        Recipe("script regexp class", "JS regexp", f"{open_}{pre}__ptl_put(/^[",
+               "]*$/.test(__ptl_value));</script>", "got_true", GOT)
+    )  # fmt: skip
+    out.append(
         Recipe("script line comment", "JS comment", f"{open_}{pre}// c ",
                " c\n__ptl_put('ok');</script>", "got_ok", GOT)
     )  # fmt: skip
