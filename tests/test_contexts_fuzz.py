@@ -271,6 +271,20 @@ REGRESSIONS = {
             "with the literal around it (java{v}:...); the animated href runs on a click"
         ),
     ),
+    # Two values in a row in a srcset: each is escaped as a whole srcset, so the second
+    # loses its leading space ("plain" + " words" arrives as "plainwords").
+    "two values in a row in a srcset": (
+        regression(
+            '<img loading=lazy id=ptlc srcset="',
+            ' 2x">',
+            "url",
+            f"{ELEMENT}.getAttribute('srcset')",
+            style="halves",
+            suffix=" 2x",
+        ),
+        "plain words",
+        drift("a value after another in a srcset is escaped as a srcset of its own"),
+    ),
     # <script type=application/json>: the JS string escaper's \x3c is not JSON.
     "JSON script": (
         regression(
