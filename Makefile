@@ -1,7 +1,7 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-fast test-all test-django42 coverage bench lint types memcheck strict-build fuzz clean
+.PHONY: demo test test-fast test-all test-django42 coverage bench lint types memcheck strict-build fuzz fuzz-contexts clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
@@ -43,3 +43,7 @@ test-django42:   ## the Django tests against Django 4.2 LTS
 
 fuzz:            ## atheris targets for the C escaping and the compiler (60 s each)
 	$(PYTHON) dev.py setup && bash tools/fuzz.sh
+
+FUZZ_MINUTES ?= 10
+fuzz-contexts:   ## contextual escaping fuzzed in headless Chromium, new seeds (FUZZ_MINUTES=10)
+	$(PYTHON) dev.py fuzz-contexts --minutes $(FUZZ_MINUTES)

@@ -10,8 +10,10 @@ Needs only Python 3 (and a C compiler for the accelerator)::
     python3 dev.py bench       # the benchmarks, results as ratios
     python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
     python3 dev.py coverage    # the example sites' tests under coverage, .ptl templates too
+    python3 dev.py fuzz-contexts   # contextual escaping fuzzed in Chromium, new seeds (10 min)
 
-Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo server.
+Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo server,
+after ``fuzz-contexts`` to tests/contexts_fuzz.py (``--minutes``, ``--seeds``, ``--runtime``).
 The Makefile's targets call this script.
 """
 
@@ -230,6 +232,12 @@ def main(argv: list[str]) -> None:
         run([str(python), "-m", "coverage", "run", "-m", "pytest", "-q", *tests])
         run([str(python), "-m", "coverage", "combine", "-q"])
         run([str(python), "-m", "coverage", "report", "--include=example_sites/*"])
+    elif task == "fuzz-contexts":
+        # The long run of tests/test_contexts_fuzz.py's fuzzer: random seeds until the
+        # time is up, each failure printed as a minimal template (exit status 1; 2 when
+        # there is no browser: `make test` installs chromium where apt and root allow).
+        python = ensure_venv()
+        run([str(python), "tests/contexts_fuzz.py", *args])
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])

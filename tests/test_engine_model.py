@@ -446,3 +446,20 @@ def test_a_value_alone_in_an_unquoted_value_still_works() -> None:
     assert compiled(source, "engine_alone_ok").f("") == (
         '<p title="" id=x>a</p><p title="">b</p><a href="">c</a>'
     )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "f'<svg><a><animate attributeName=href values=\"java{v}:{w}\"/></a></svg>'",
+        "f'<svg><a><animate attributeName=href values=\"0;java{v}:x\"/></a></svg>'",
+        "f'<svg><a><animate attributeName=href values=\"javascript:{v}\"/></a></svg>'",
+    ],
+)
+def test_values_in_an_animation_values_item_are_followed_as_a_url(body: str) -> None:
+    # (Found by the contexts fuzzer: "java" + "script" + ":alert(1)" ran on a click.)
+    with pytest.raises(SyntaxError, match=r"scheme|javascript:"):
+        render(body, "script", "alert(1)")
+    assert render("f'<animate values=\"{v};/b {w}\"/>'", "/a", 2) == (
+        '<animate values="/a;/b 2"/>'
+    )

@@ -481,7 +481,9 @@ def _value_start(ctx: Context, delim: str) -> Context:
     )
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
-    if kind in (K_SRCSET, K_URL_LIST):
+    if kind == K_URL_LIST:
+        return base._replace(state=S_SRCSET, sub=U_START)
+    if kind == K_SRCSET:
         return base._replace(state=S_SRCSET)
     if kind == K_JS:
         return base._replace(state=S_JS, sub=J_REGEXP)
@@ -730,6 +732,26 @@ def _plain(ctx: Context, text: str) -> tuple[Context, str]:
 
 def _url(ctx: Context, text: str) -> tuple[Context, str]:
     return ctx._replace(sub=_url_part(ctx.sub, text)), ""
+
+
+def _url_list(ctx: Context, text: str) -> tuple[Context, str]:
+    """A srcset (not followed: its escaper checks every URL) or an SVG animation
+    ``values`` list, whose current ";" item is followed as a URL: values there may not
+    spell a scheme with the literal after them (``java{a}:{b}``), as in an ``href``."""
+    if ctx.attr != K_URL_LIST:
+        return ctx, ""
+    start, _, item = text.rpartition(";")
+    return ctx._replace(
+        sub=_url_part(U_START if start or text.startswith(";") else ctx.sub, item)
+    ), ""
+
+
+_URL_STATES = frozenset({S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL})
+
+
+def _url_like(ctx: Context) -> bool:
+    """Whether a value in *ctx* is (part of) a URL whose parts the engine follows."""
+    return ctx.state in _URL_STATES or (ctx.state == S_SRCSET and ctx.attr == K_URL_LIST)
 
 
 _SCHEME_CHARS = re.compile(r"[A-Za-z0-9+.\-]*")
@@ -1098,7 +1120,7 @@ _CONTENT_STATES = {
     S_ATTR: _plain,
     S_RCDATA: _plain,
     S_URL: _url,
-    S_SRCSET: _plain,
+    S_SRCSET: _url_list,
     S_JS: _js,
     S_JS_DQ: _js_string,
     S_JS_SQ: _js_string,
@@ -1214,14 +1236,12 @@ def _refuse_open_reference(ctx: Context) -> None:
 
 def _base(ctx: Context) -> str:
     state = ctx.state
-    if state == S_SRCSET and ctx.attr == K_URL_LIST:
-        return "url_list"
     if state == S_ATTR:
         if ctx.attr == K_HTML:
             _check_srcdoc(ctx.sub)
             return "srcdoc"
         return "text"
-    if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+    if _url_like(ctx):
         if ctx.sub == "open":
             return "url"
         if ctx.sub == U_SCRIPT:
@@ -1230,6 +1250,8 @@ def _base(ctx: Context) -> str:
                 "percent-decodes it into script or a document); use an event handler "
                 "attribute or a <script>, or a data: URL with a literal image type"
             )
+        if state == S_SRCSET and ctx.sub == U_START:
+            return "url_list"  # (each ";" item of the value checked as a URL's start)
         return _URL_BASES.get(ctx.sub, "url_query")
     if ctx.kind == "urls":
         raise ContextError(
@@ -1285,7 +1307,7 @@ def after_value(ctx: Context) -> Context:
         return _unknown_note(ctx._replace(state=S_AFTER_NAME, attr=K_PLAIN, sub=""))
     if state == S_BEFORE_VALUE:
         return after_value(_value_start(ctx, " "))._replace(alone=True)
-    if state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+    if _url_like(ctx):
         # The value may have ended in a scheme, a path or a query: the next one gets the
         # strictest escaping of a URL part (which "?" or "#" in text resolves).  Where
         # the scheme could still be written, which values wrote it is remembered: a
@@ -1362,7 +1384,7 @@ def join(a: Context | None, b: Context | None) -> Context | None:
     if a == b:
         return a
     if a._replace(sub="") == b._replace(sub=""):
-        if a.state in (S_URL, S_CSS_URL, S_CSS_DQ_URL, S_CSS_SQ_URL):
+        if _url_like(a):
             return a._replace(sub=_joined_url_part(a.sub, b.sub))
         if a.state == S_JS:
             return a._replace(sub=J_UNKNOWN)
