@@ -1418,7 +1418,13 @@ class _Transformer(_ScopeWalker):
             self.check_concatenation(node)
         # A format the compiler cannot read (str reads more: "%(f())s", "%.s") is not
         # planned here: htmltext's own % plans it at run time, never HTML-only.
-        readable = literal and _percent_holes(cast(ast.Constant, node.left).value) is not None
+        left = node.left
+        readable = (
+            literal
+            and isinstance(left, ast.Constant)
+            and isinstance(left.value, str)
+            and _percent_holes(left.value) is not None
+        )
         visited = self.visit_percent(node)
         if not literal or (self.tracking and not readable):
             return visited

@@ -55,8 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser import HOOKS, chromium_path
 
-from ptl_wsgi.escaping import context as htmlcontext
 from ptl_wsgi.escapers import UNSAFE_CSS
+from ptl_wsgi.escaping import context as htmlcontext
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.safety import UNSAFE_URL
 
