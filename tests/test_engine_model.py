@@ -460,6 +460,4 @@ def test_values_in_an_animation_values_item_are_followed_as_a_url(body: str) -> 
     # (Found by the contexts fuzzer: "java" + "script" + ":alert(1)" ran on a click.)
     with pytest.raises(SyntaxError, match=r"scheme|javascript:"):
         render(body, "script", "alert(1)")
-    assert render("f'<animate values=\"{v};/b {w}\"/>'", "/a", 2) == (
-        '<animate values="/a;/b 2"/>'
-    )
+    assert render("f'<animate values=\"{v};/b {w}\"/>'", "/a", 2) == ('<animate values="/a;/b 2"/>')
