@@ -183,7 +183,19 @@ _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 _TAG_START = re.compile(r"</?[A-Za-z][^\t\n\f\r />]*")
 _ATTR_NAME = re.compile(r"[^\t\n\f\r />][^\t\n\f\r />=]*")
 _UNQUOTED_END = re.compile(r"[\t\n\f\r >]")
-_END_TAGS = {name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE) for name in _CONTENT}
+# Browsers lowercase ASCII letters only in names: "\u017f" (long s) is not an "s" there.
+_END_TAGS = {
+    name: re.compile(rf"</{name}(?=[\t\n\f\r />]|\Z)", re.IGNORECASE | re.ASCII)
+    for name in _CONTENT
+}
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _lower(name: str) -> str:
+    """*name* as the HTML tokenizer lowercases it: ASCII letters only (not U+212A, ...)."""
+    return name.translate(_ASCII_LOWER)
+
+
 # Characters a reader takes for a space and a browser for part of a name or value.
 _ODD_SPACE = re.compile(r"[^\S\t\n\f\r ]")
 
@@ -264,7 +276,7 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             if len(name) == len(rest):
                 return ctx._replace(pending=text[i:]), ""  # the name may go on
             _refuse_odd_space(name)
-            name = name.lower()
+            name = _lower(name)
             # Which element it opens (and its namespace) is decided at its ">".
             element = name if ctx.nest or name in _CONTENT or name in _FOREIGN else ""
             return Context(S_TAG, element=element, foreign=ctx.foreign, nest=ctx.nest), rest[
@@ -277,7 +289,7 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
                 name = match.group()
                 if 1 + len(name) == len(rest):
                     return ctx._replace(pending=text[i:]), ""
-                nest = _close(ctx.nest, name.lower())
+                nest = _close(ctx.nest, _lower(name))
                 return Context(S_TAG, foreign=_foreign_of(nest), nest=nest), rest[1 + len(name) :]
             if rest.startswith("/>"):
                 i = text.find("<", i + 3)
@@ -369,7 +381,7 @@ def _open(nest: tuple[str, ...], name: str, note: str, closed: bool) -> tuple[tu
                 "a value in the encoding of <annotation-xml> decides whether its content "
                 "is HTML or MathML, which the engine cannot know; write the encoding"
             )
-        if note[1:].lower() in ("text/html", "application/xhtml+xml"):
+        if _lower(note[1:]) in ("text/html", "application/xhtml+xml"):
             entry += "/html"
     return (*nest, entry), namespace
 
@@ -441,7 +453,7 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
         return ctx._replace(pending=stripped), ""  # the name may go on
     kind = attribute_kind(name)
     noted = {"script": "type", "annotation-xml": "encoding"}.get(ctx.element)
-    if noted is not None and not ctx.kind and name.lower() == noted:
+    if noted is not None and not ctx.kind and _lower(name) == noted:
         kind = K_NOTE  # (only the first such attribute counts)
     return ctx._replace(state=S_AFTER_NAME, attr=kind, sub=""), stripped[len(name) :]
 
@@ -546,7 +558,7 @@ def _script_kind(note: str) -> str:
     """The body of a script whose type attribute was *note*: "", "json", "urls" or "data"."""
     if note == "?":
         return "json"  # a value in the type: JSON's escapes are valid in both
-    mime = note[1:].partition(";")[0].strip(_SPACE).lower()
+    mime = _lower(note[1:].partition(";")[0].strip(_SPACE))
     if mime in _JS_TYPES or _CODE_TYPE.search(mime):
         return ""
     if mime in _URL_JSON_TYPES:
@@ -659,7 +671,7 @@ def _in_foreign_element(ctx: Context, text: str, final: bool) -> tuple[Context, 
             ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
             return ctx._replace(cdata=True), rest[8:]
         if not final and (
-            "![CDATA[".startswith(rest) or f"/{ctx.element}".startswith(rest.lower())
+            "![CDATA[".startswith(rest) or f"/{ctx.element}".startswith(_lower(rest))
         ):
             ctx = _content(ctx, _foreign_decoded(ctx, text[:i]))
             return ctx._replace(pending=text[i:]), ""  # the next literal decides
@@ -687,7 +699,7 @@ def _data_block(document: str) -> str:
     return document
 
 
-_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE)
+_SCRIPT_ESCAPES = re.compile(r"<!--|-->|<script(?=[\t\n\f\r />]|\Z)", re.IGNORECASE | re.ASCII)
 
 
 def _script_escapes(ctx: Context, text: str, at_end: bool = False) -> Context:
@@ -1176,7 +1188,10 @@ def escaper_for(ctx: Context) -> str | None:
     if ctx.pending and state == S_TAG:
         raise ContextError(f"a value here would be part of the attribute name {ctx.pending!r}")
     _refuse_open_reference(ctx)
+    opener = ctx.pending.endswith(_OPENER_STARTS)
     ctx = settle(ctx)
+    if opener:
+        _refuse_comment_opener(ctx)
     state = ctx.state
     if state == S_RCDATA and ctx.kind == "data":
         _check_srcdoc(ctx.sub, block=True)
@@ -1206,6 +1221,30 @@ def escaper_for(ctx: Context) -> str | None:
     if ctx.delim:
         return None if base == "text" else f"{base}_q"
     return base
+
+
+_OPENER_STARTS = ("<", "<!", "<!-")
+
+
+def _refuse_comment_opener(ctx: Context) -> None:
+    """Refuse a value right after a literal ``<``, ``<!`` or ``<!-`` (held back, then
+    settled into *ctx*) in a script's string.
+
+    In a string the value could complete ``<!--`` (the string escaper keeps ``!`` and
+    ``-``), after which a later ``<script`` keeps the browser in the script past its
+    ``</script>``: the engine would go on in HTML, the browser in script.  (A JS value
+    starts with a space, and a regular expression's escaper writes ``-`` as ``\\x2d``.)
+    """
+    if (
+        ctx.element == "script"
+        and not ctx.foreign
+        and ctx.state in (S_JS_DQ, S_JS_SQ, S_JS_TMPL)
+    ):
+        raise ContextError(
+            "a value right after a literal '<', '<!' or '<!-' in a script's string could complete "
+            "'<!--', which changes where the browser ends the script; put a space or "
+            "'\\x3c' in the literal"
+        )
 
 
 _OPEN_REFERENCE = re.compile(r"&[#A-Za-z0-9]*\Z")

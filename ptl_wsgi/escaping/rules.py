@@ -91,14 +91,17 @@ SPACE_SEPARATED_URL_ATTRIBUTES = frozenset({"archive", "ping"})
 URL_LIST_ATTRIBUTES = frozenset({"values"})
 
 # Attributes that a JavaScript framework evaluates as code after the browser decoded
-# them (so HTML escaping does not protect them): htmx's hx-on*, Vue's v-* with its @
-# and : shorthands (Alpine's too), AngularJS's ng-*, Knockout's data-bind (data- is
-# dropped first), and Alpine's directives that take an expression.
-_FRAMEWORK_CODE_PREFIXES = ("@", ":", "hx-on", "v-", "ng-", "ng:", "ng_")
+# them (so HTML escaping does not protect them): htmx's hx-on*, the event filters of
+# hx-trigger, hx-vals and hx-headers ("js:" ones), hx-vars; hyperscript's "_"; Vue's v-*
+# with its @ and : shorthands (Alpine's too), AngularJS's ng-*, Knockout's data-bind
+# (data- is dropped first), and Alpine's directives that take an expression.
+_FRAMEWORK_CODE_PREFIXES = (
+    "@", ":", "hx-on", "hx-trigger", "hx-vals", "hx-headers", "hx-vars", "v-", "ng-", "ng:", "ng_"
+)  # fmt: skip
 _ALPINE_CODE = frozenset(
     "data init show bind on text html model modelable for effect if id".split()
 )
-_FRAMEWORK_CODE_NAMES = frozenset({"bind"})
+_FRAMEWORK_CODE_NAMES = frozenset({"bind", "_"})
 
 
 def _framework_code(name: str) -> bool:
