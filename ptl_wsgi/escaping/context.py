@@ -1235,11 +1235,7 @@ def _refuse_comment_opener(ctx: Context) -> None:
     ``</script>``: the engine would go on in HTML, the browser in script.  (A JS value
     starts with a space, and a regular expression's escaper writes ``-`` as ``\\x2d``.)
     """
-    if (
-        ctx.element == "script"
-        and not ctx.foreign
-        and ctx.state in (S_JS_DQ, S_JS_SQ, S_JS_TMPL)
-    ):
+    if ctx.element == "script" and not ctx.foreign and ctx.state in (S_JS_DQ, S_JS_SQ, S_JS_TMPL):
         raise ContextError(
             "a value right after a literal '<', '<!' or '<!-' in a script's string could complete "
             "'<!--', which changes where the browser ends the script; put a space or "
