@@ -431,7 +431,15 @@ markup_generic(State *st, PyObject *value)
     Py_XDECREF(html);
 #ifdef HAVE_TEMPLATES
     if (is_template(st, value)) {
-        return template_markup(st, value);
+        /* Each value escaped for where it lands: the escaping engine's plan, through the
+           Python twin (a t-string made markup outside htmlformat is rare). */
+        PyObject *in_context = twin_attr(st, "_template_markup_in_context");
+        if (in_context == NULL) {
+            return NULL;
+        }
+        PyObject *result = PyObject_CallOneArg(in_context, value);
+        Py_DECREF(in_context);
+        return result;
     }
 #endif
     return escape_steal(PyObject_Str(value));

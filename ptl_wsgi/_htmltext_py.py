@@ -70,8 +70,13 @@ def markup_of(value: Any, /) -> str:
     if html is not None:
         return str(html())
     if _is_template(value):
-        return _template_markup(value)
+        return _template_markup_in_context(value)
     return escape_str(str(value))
+
+
+def _template_markup_in_context(template: Any) -> str:
+    # Each value escaped for where it lands, as htmlformat does (both twins' markup_of).
+    return _markup_format.template_markup(template, _template_markup)
 
 
 # -- t-strings (PEP 750, Python 3.14+) ------------------------------------------

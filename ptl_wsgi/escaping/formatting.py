@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "digits_only",
     "bind",
+    "template_markup",
     "escaper",
     "field_escaped",
     "percent_escaped",
@@ -149,3 +150,24 @@ def escaper(name: str) -> Escaper:
         _built.append(for_class(markup, escape))
     function: Escaper = _built[0][name]
     return function
+
+
+# -- t-strings ----------------------------------------------------------------------------
+
+
+def template_markup(template: Any, text_markup: Callable[[Any], str]) -> str:
+    """A t-string's markup text wherever markup is made of it (``htmlescape``, a join,
+    ``TemplateIO``, a view's output): each value escaped for the context it lands in,
+    as ``htmlformat`` does.  *text_markup* is the twin's own formatting, exact where
+    every value lands in text or a quoted plain attribute."""
+    from ptl_wsgi.escaping.planner import contextual_format, plan
+    from ptl_wsgi.escaping.rules import is_template
+
+    strings = tuple(template.strings)
+    if plan(strings).text_only and not any(
+        is_template(interpolation.value) for interpolation in template.interpolations
+    ):
+        return text_markup(template)
+    escaper("text")  # (built on first need)
+    _, _, format_field = _twin
+    return contextual_format(template, _built[0], format_field)
