@@ -27,7 +27,7 @@ import shutil
 from types import TracebackType
 from typing import Any
 
-__all__ = ["XSSBrowser", "chromium_path", "unavailable"]
+__all__ = ["XSSBrowser", "chromium_path", "unavailable", "visit_body"]
 
 HOOKS = """
 (() => {
@@ -191,3 +191,9 @@ class XSSBrowser:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def visit_body(browser: XSSBrowser, html: str, url: str) -> list[str]:
+    """The hits of *html* loaded as a page's body (UTF-8, standards mode) at *url*."""
+    page = f"<!doctype html><html><head><meta charset=utf-8></head><body>{html}</body></html>"
+    return browser.visit_response(url, page.encode())

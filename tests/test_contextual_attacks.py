@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import XSSBrowser, unavailable
+from browser import XSSBrowser, unavailable, visit_body
 
 from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.escapers import UNSAFE_CSS, contextual_format
@@ -877,8 +877,7 @@ def browser() -> Iterator[XSSBrowser]:
 
 
 def visit(browser: XSSBrowser, html: str) -> list[str]:
-    page = f"<!doctype html><html><head><meta charset=utf-8></head><body>{html}</body></html>"
-    return browser.visit_response(PAGE_URL, page.encode())
+    return visit_body(browser, html, PAGE_URL)
 
 
 # A script with the common helper that writes quotes as "&quot;" (a string where the
