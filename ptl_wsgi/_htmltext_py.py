@@ -58,6 +58,12 @@ def escape_str(s: str, /) -> str:
     return s
 
 
+def contextual_escaper(cls: type, reference: Any, plan: Any, /) -> Any:
+    """The escaper of one context (``ptl_wsgi.escaping.escapers.build``): in this twin,
+    *reference* itself.  The C twin answers common values from *plan* instead."""
+    return reference
+
+
 def markup_of(value: Any, /) -> str:
     """The markup text for *value*: its ``__html__()`` if it has one, else escaped ``str()``.
 

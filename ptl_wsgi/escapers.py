@@ -11,7 +11,7 @@ from __future__ import annotations
 from ptl_wsgi.escaping.escapers import for_class, percent_field, percent_value
 from ptl_wsgi.escaping.escapers import format_value as _format_value
 from ptl_wsgi.escaping.rules import UNSAFE_CSS
-from ptl_wsgi.html import escape_str, format_field, htmltext
+from ptl_wsgi.html import IMPLEMENTATION, format_field, htmltext, implementation
 
 # Not typing.TYPE_CHECKING: importing typing costs a one-shot process its time.
 TYPE_CHECKING = False
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 #: Every escaper, by the name :func:`ptl_wsgi.escaping.context.escaper_for` gives it.
-ESCAPERS: dict[str, Escaper] = for_class(htmltext, escape_str)
+ESCAPERS: dict[str, Escaper] = for_class(htmltext, implementation(IMPLEMENTATION).module)
 globals().update(ESCAPERS)  # compiled templates import them by name
 
 
