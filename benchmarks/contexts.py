@@ -1,12 +1,13 @@
 """Contextual escaping per context: one value in each context against the same value in text.
 
 Each context is a one-value [html] template (an f-string); its render is timed
-against the render of ``f'<p>{v}</p>'`` with the same value, interleaved (every
-template once per round), best of the rounds, as a ratio.  With --callgrind,
-instructions per render too (valgrind's callgrind, repeatable where times are
-not), for the first value of each context.  Prints a Markdown table.
+against the render of ``f'<p>{v}</p>'`` with the same value, interleaved (both
+once per round): the best time of each, and the median of the rounds' ratios.
+With --callgrind, instructions per render too (valgrind's callgrind, repeatable
+where times on a shared machine are not), for the first --callgrind-values
+values.  Prints a Markdown table.
 
-    .venv/bin/python benchmarks/contexts.py [--rounds N] [--callgrind] [--values N]
+    .venv/bin/python benchmarks/contexts.py [--rounds N] [--values N] [--callgrind]
 
 Issue #27's target: every context within 2x text (aim 1.2x).
 """
@@ -14,7 +15,10 @@ Issue #27's target: every context within 2x text (aim 1.2x).
 from __future__ import annotations
 
 import argparse
+import marshal
+import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,21 +48,27 @@ CONTEXTS = [
 ]
 VALUES = ["/articles/1000", "web & html", "python", "/search?q=web pages&lang=en"]
 CALLGRIND_RENDERS = 200
+CODE = Path(tempfile.gettempdir()) / "ptl_bench_contexts.marshal"
 
 
-def renders() -> dict[str, Any]:
+def compiled() -> Any:
     from ptl_wsgi import compiler
 
     lines = []
     for index, (_, text) in enumerate(CONTEXTS):
         lines += [f"def t{index} [html] (v):", f"    f{text!r}", ""]
+    return compiler.compile_ptl("\n".join(lines), "contexts.ptl")
+
+
+def renders(code: Any) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "bench_contexts"}
-    exec(compiler.compile_ptl("\n".join(lines), "contexts.ptl"), namespace)
+    exec(code, namespace)
     return {name: namespace[f"t{index}"] for index, (name, _) in enumerate(CONTEXTS)}
 
 
 def child(context: str, value: str, count: int) -> None:
-    render = renders()[context]
+    # The code compiled by the parent: the compiler is not loaded under valgrind.
+    render = renders(marshal.loads(CODE.read_bytes()))[context]
     render(value)
     for _ in range(count):
         render(value)
@@ -70,6 +80,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.04)
     parser.add_argument("--values", type=int, default=len(VALUES))
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--callgrind-values", type=int, default=len(VALUES))
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -78,7 +89,9 @@ def main() -> None:
     from ptl_wsgi.html import IMPLEMENTATION
 
     start = time.perf_counter()
-    found = renders()
+    code = compiled()
+    CODE.write_bytes(marshal.dumps(code))
+    found = renders(code)
     text = found["text"]
     print(f"htmltext twin: {IMPLEMENTATION}; best of {args.rounds} interleaved rounds")
     print()
@@ -99,11 +112,14 @@ def main() -> None:
             }
             times = interleaved(calls, args.rounds, args.seconds)
             mine, base = min(times[name]), min(times["text"])
+            ratio = statistics.median(
+                a / b for a, b in zip(times[name], times["text"], strict=True)
+            )
             row = (
                 f"| {name} | `{template}` | `{value}` | {mine * 1e6:.2f} | {base * 1e6:.2f} "
-                f"| {mine / base:.2f} |"
+                f"| {ratio:.2f} |"
             )
-            if args.callgrind and index == 0:
+            if args.callgrind and index < args.callgrind_values:
                 if index not in text_counts:
                     argv = [__file__, "--child", "text", str(index)]
                     text_counts[index] = instructions_per_call(argv, CALLGRIND_RENDERS)

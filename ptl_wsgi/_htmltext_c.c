@@ -1467,12 +1467,14 @@ typedef struct {
     PyObject *reference;  /* the Python escaper: the definition and the slow path */
     PyObject *plan;       /* makes the plan on the first call */
     Repl *table;          /* 128 outputs, once planned */
+    unsigned char keep[128]; /* whether table[c] is c itself */
     Repl first_slash;     /* a leading "/" (url_slash), REPL_SLOW if not special */
     PyObject *empty, *prefix, *suffix; /* str: the output of "", what wraps an output */
     PyObject *refused;    /* tuple of lower-case ASCII str (CSS), or NULL */
     PyObject *allowed, *script; /* tuples of scheme names (a URL's start), or NULL */
     PyObject *int_prefix, *int_suffix, *constants; /* JS values, or NULL */
     char non_ascii, ints, markup;
+    char output; /* a str for the join to escape instead of markup (a BASE_q escaper) */
 } Escaper;
 
 /* Characters outside ASCII that are always the reference's, whatever the plan
@@ -1505,10 +1507,10 @@ among(PyObject *names, const char *text, Py_ssize_t len)
    stripped and tabs and newlines dropped, is only a script scheme's name
    (the literal ":" after it would complete the scheme). */
 static int
-script_name(PyObject *names, int kind, const void *data, Py_ssize_t n)
+script_name(PyObject *names, const Py_UCS1 *text, Py_ssize_t n)
 {
     Py_ssize_t start = 0;
-    while (start < n && PyUnicode_READ(kind, data, start) <= 0x20) {
+    while (start < n && text[start] <= 0x20) {
         start++;
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
@@ -1516,7 +1518,7 @@ script_name(PyObject *names, int kind, const void *data, Py_ssize_t n)
         const Py_UCS1 *word = PyUnicode_1BYTE_DATA(name);
         Py_ssize_t len = PyUnicode_GET_LENGTH(name), j = 0, i;
         for (i = start; i < n; i++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            Py_UCS1 c = text[i];
             if (c == '\t' || c == '\n' || c == '\r') {
                 continue;
             }
@@ -1538,15 +1540,19 @@ script_name(PyObject *names, int kind, const void *data, Py_ssize_t n)
    url.is_safe_url reads the value (references decoded, spaces and controls
    dropped): before that first "/", "?" or "#", no ":" or an allowed scheme. */
 static int
-url_start_passes(Escaper *e, int kind, const void *data, Py_ssize_t n)
+url_start_passes(Escaper *e, PyObject *s, Py_ssize_t n)
 {
+    if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND) {
+        return 0;
+    }
+    const Py_UCS1 *text = PyUnicode_1BYTE_DATA(s);
     char scheme[16];
     Py_ssize_t len = 0;
     int is_scheme = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_UCS1 c = text[i];
         if (c == '/' || c == '?' || c == '#') {
-            break;
+            return 1; /* no scheme; nor only a scheme's name */
         }
         if (c >= 0x80) {
             return 0;
@@ -1560,7 +1566,7 @@ url_start_passes(Escaper *e, int kind, const void *data, Py_ssize_t n)
         }
         if (c == '&') {
             /* Only an "&" that cannot start a character reference. */
-            Py_UCS4 next = i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : ' ';
+            Py_UCS1 next = i + 1 < n ? text[i + 1] : ' ';
             if (!(next == ' ' || next == '\t' || next == '\n' || next == '\f' || next == '<' ||
                   next == '&' || next == ';')) {
                 return 0;
@@ -1574,7 +1580,7 @@ url_start_passes(Escaper *e, int kind, const void *data, Py_ssize_t n)
         }
         len++;
     }
-    return !script_name(e->script, kind, data, n);
+    return !script_name(e->script, text, n);
 }
 
 /* Whether the ASCII text holds one of the refused sequences, ignoring case. */
@@ -1598,18 +1604,88 @@ holds_refused(PyObject *refused, const Py_UCS1 *text, Py_ssize_t n)
     return 0;
 }
 
-static void
-write_ascii(int kind, void *data, Py_ssize_t *at, const char *text, Py_ssize_t len)
-{
-    if (kind == PyUnicode_1BYTE_KIND) {
-        memcpy((Py_UCS1 *)data + *at, text, len);
-        *at += len;
-        return;
+/* The escaped text of the exact str s, whose characters are `text` (of type
+   T: its kind): 1 with *out set, 0 for the reference, -1 on an error.  Every
+   character outside ASCII is kept or left to the reference, so the output is
+   of the input's kind.  A first scan skips the characters that stay as they
+   are; a value made only of them is returned itself. */
+#define DEFINE_CONTEXT_ESCAPE(NAME, T)                                                             \
+    static int NAME(Escaper *e, PyObject *s, const T *text, Py_ssize_t n, PyObject **out)        \
+    {                                                                                             \
+        int slash = e->first_slash.len != REPL_SLOW && text[0] == '/';                            \
+        Py_ssize_t run = 0, size;                                                                 \
+        while (!slash && run < n && text[run] < 0x80 && e->keep[text[run]]) {                     \
+            run++;                                                                                \
+        }                                                                                         \
+        Py_UCS4 maxchar = 0x7F;                                                                   \
+        int changed = slash;                                                                      \
+        size = run;                                                                               \
+        for (Py_ssize_t i = run; i < n; i++) {                                                    \
+            Py_UCS4 c = text[i];                                                                  \
+            if (c < 0x80) {                                                                       \
+                const Repl *r = i == 0 && slash ? &e->first_slash : &e->table[c];                 \
+                if (r->len == REPL_SLOW) {                                                        \
+                    return 0;                                                                     \
+                }                                                                                 \
+                size += r->len;                                                                   \
+                changed |= !e->keep[c];                                                           \
+            }                                                                                     \
+            else {                                                                                \
+                if (!e->non_ascii || reserved_non_ascii(c)) {                                     \
+                    return 0;                                                                     \
+                }                                                                                 \
+                size++;                                                                           \
+                maxchar = c > maxchar ? c : maxchar;                                              \
+            }                                                                                     \
+        }                                                                                         \
+        /* (non_ascii is off for the CSS filter: its text is ASCII here) */                      \
+        if (e->refused != NULL && holds_refused(e->refused, (const Py_UCS1 *)text, n)) {          \
+            return 0;                                                                             \
+        }                                                                                         \
+        Py_ssize_t before = PyUnicode_GET_LENGTH(e->prefix);                                      \
+        Py_ssize_t after = PyUnicode_GET_LENGTH(e->suffix);                                       \
+        if (!changed && before == 0 && after == 0) {                                              \
+            *out = Py_NewRef(s);                                                                  \
+            return 1;                                                                             \
+        }                                                                                         \
+        PyObject *result = PyUnicode_New(before + size + after, maxchar);                         \
+        if (result == NULL) {                                                                     \
+            return -1;                                                                            \
+        }                                                                                         \
+        if (PyUnicode_KIND(result) != sizeof(T)) { /* (cannot happen: see above) */              \
+            Py_DECREF(result);                                                                    \
+            return 0;                                                                             \
+        }                                                                                         \
+        T *o = (T *)PyUnicode_DATA(result);                                                       \
+        const Py_UCS1 *affix = PyUnicode_1BYTE_DATA(e->prefix);                                   \
+        for (Py_ssize_t k = 0; k < before; k++) {                                                 \
+            *o++ = affix[k];                                                                      \
+        }                                                                                         \
+        memcpy(o, text, run * sizeof(T));                                                         \
+        o += run;                                                                                 \
+        for (Py_ssize_t i = run; i < n; i++) {                                                    \
+            T c = text[i];                                                                        \
+            if (c < 0x80) {                                                                       \
+                const Repl *r = i == 0 && slash ? &e->first_slash : &e->table[c];                 \
+                for (int k = 0; k < r->len; k++) {                                                \
+                    *o++ = (Py_UCS1)r->text[k];                                                   \
+                }                                                                                 \
+            }                                                                                     \
+            else {                                                                                \
+                *o++ = c;                                                                         \
+            }                                                                                     \
+        }                                                                                         \
+        affix = PyUnicode_1BYTE_DATA(e->suffix);                                                  \
+        for (Py_ssize_t k = 0; k < after; k++) {                                                  \
+            *o++ = affix[k];                                                                      \
+        }                                                                                         \
+        *out = result;                                                                            \
+        return 1;                                                                                 \
     }
-    for (Py_ssize_t k = 0; k < len; k++) {
-        PyUnicode_WRITE(kind, data, (*at)++, (Py_UCS1)text[k]);
-    }
-}
+
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs1, Py_UCS1)
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs2, Py_UCS2)
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs4, Py_UCS4)
 
 /* The escaped text of the exact str s: 1 with *out set, 0 for the reference,
    -1 on an error. */
@@ -1624,63 +1700,17 @@ escaper_text(Escaper *e, PyObject *s, PyObject **out)
     if (n > (PY_SSIZE_T_MAX - 64) / REPL_MAX) {
         return 0;
     }
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    if (e->allowed != NULL && !url_start_passes(e, kind, data, n)) {
+    if (e->allowed != NULL && !url_start_passes(e, s, n)) {
         return 0;
     }
-    Py_ssize_t size = 0;
-    Py_UCS4 maxchar = 0x7F;
-    int changed = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80) {
-            const Repl *r = i == 0 && c == '/' && e->first_slash.len != REPL_SLOW ? &e->first_slash
-                                                                                  : &e->table[c];
-            if (r->len == REPL_SLOW) {
-                return 0;
-            }
-            size += r->len;
-            changed |= r->len != 1 || (Py_UCS1)r->text[0] != c;
-        }
-        else {
-            if (!e->non_ascii || reserved_non_ascii(c)) {
-                return 0;
-            }
-            size++;
-            maxchar = c > maxchar ? c : maxchar;
-        }
+    switch (PyUnicode_KIND(s)) {
+    case PyUnicode_1BYTE_KIND:
+        return context_escape_ucs1(e, s, PyUnicode_1BYTE_DATA(s), n, out);
+    case PyUnicode_2BYTE_KIND:
+        return context_escape_ucs2(e, s, PyUnicode_2BYTE_DATA(s), n, out);
+    default:
+        return context_escape_ucs4(e, s, PyUnicode_4BYTE_DATA(s), n, out);
     }
-    if (e->refused != NULL && holds_refused(e->refused, PyUnicode_1BYTE_DATA(s), n)) {
-        return 0; /* (non_ascii is off for the filter: s is ASCII) */
-    }
-    Py_ssize_t before = PyUnicode_GET_LENGTH(e->prefix), after = PyUnicode_GET_LENGTH(e->suffix);
-    if (!changed && before == 0 && after == 0) {
-        *out = Py_NewRef(s);
-        return 1;
-    }
-    PyObject *result = PyUnicode_New(before + size + after, maxchar);
-    if (result == NULL) {
-        return -1;
-    }
-    int okind = PyUnicode_KIND(result);
-    void *odata = PyUnicode_DATA(result);
-    Py_ssize_t at = 0;
-    write_ascii(okind, odata, &at, (const char *)PyUnicode_1BYTE_DATA(e->prefix), before);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80) {
-            const Repl *r = i == 0 && c == '/' && e->first_slash.len != REPL_SLOW ? &e->first_slash
-                                                                                  : &e->table[c];
-            write_ascii(okind, odata, &at, r->text, r->len);
-        }
-        else {
-            PyUnicode_WRITE(okind, odata, at++, c);
-        }
-    }
-    write_ascii(okind, odata, &at, (const char *)PyUnicode_1BYTE_DATA(e->suffix), after);
-    *out = result;
-    return 1;
 }
 
 /* One Repl from a plan's str (or None: the reference decides). */
@@ -1775,6 +1805,7 @@ escaper_load(Escaper *e)
         if (plan_repl(PyTuple_GET_ITEM(items, c), &table[c]) < 0) {
             goto error;
         }
+        e->keep[c] = table[c].len == 1 && (Py_UCS1)table[c].text[0] == c;
     }
     if (plan_repl(got[4], &e->first_slash) < 0) {
         goto error;
@@ -1841,7 +1872,7 @@ escaper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
             return NULL;
         }
         if (done) {
-            return new_text_steal(st, e->cls, text);
+            return e->output ? text : new_text_steal(st, e->cls, text);
         }
     }
     else if (Py_TYPE(value) == e->cls) {
@@ -1859,15 +1890,18 @@ escaper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
             return Py_NewRef(value);
         }
         if (e->int_prefix != NULL && (text = PyObject_Str(value)) != NULL) {
-            return new_text_steal(st, e->cls, concat3(e->int_prefix, text, e->int_suffix));
+            PyObject *out = concat3(e->int_prefix, text, e->int_suffix);
+            Py_DECREF(text);
+            return e->output ? out : new_text_steal(st, e->cls, out);
         }
         if (e->int_prefix != NULL) {
             return NULL;
         }
     }
     else if (e->constants != NULL && (value == Py_True || value == Py_False || value == Py_None)) {
-        return new_text(st, e->cls,
-                        PyTuple_GET_ITEM(e->constants, value == Py_True ? 0 : value == Py_False ? 1 : 2));
+        PyObject *out =
+            PyTuple_GET_ITEM(e->constants, value == Py_True ? 0 : value == Py_False ? 1 : 2);
+        return e->output ? Py_NewRef(out) : new_text(st, e->cls, out);
     }
     return PyObject_Vectorcall(e->reference, args, nargsf, NULL);
 }
@@ -1963,9 +1997,13 @@ static PyType_Spec escaper_spec = {
 static PyObject *
 mod_contextual_escaper(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "contextual_escaper() takes exactly 3 arguments (%zd given)",
+    if (nargs != 3 && nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "contextual_escaper() takes 3 or 4 arguments (%zd given)",
                      nargs);
+        return NULL;
+    }
+    int output = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+    if (output < 0) {
         return NULL;
     }
     State *st = module_state(module);
@@ -1983,6 +2021,7 @@ mod_contextual_escaper(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->cls = (PyTypeObject *)Py_NewRef(cls);
     e->reference = Py_NewRef(reference);
     e->plan = Py_NewRef(plan);
+    e->output = (char)output;
     return (PyObject *)e;
 }
 
@@ -2293,8 +2332,9 @@ static PyMethodDef module_methods[] = {
                "(f, *extra) is f(item, *extra), anything else itself; a joint replaces the "
                "pattern's last and first parts between items.")},
     {"contextual_escaper", CFUNC(mod_contextual_escaper), METH_FASTCALL,
-     PyDoc_STR("contextual_escaper(cls, reference, plan): the escaper of one context, "
-               "answering common values from plan() and calling reference for the rest; "
+     PyDoc_STR("contextual_escaper(cls, reference, plan, output=False): the escaper of one "
+               "context, answering common values from plan() and calling reference for the "
+               "rest (with output, a str from plan is returned for the join to escape); "
                "reference itself without a plan or for a class not registered.")},
     {"htmlformat", mod_htmlformat, METH_O,
      PyDoc_STR("A t-string as htmltext: literal parts trusted, interpolations converted, "

@@ -25,6 +25,7 @@ def contextual_escaper(
     cls: type,
     reference: Callable[[Any], Any],
     plan: Callable[[], dict[str, Any]] | None,
+    output: bool = False,
     /,
 ) -> Callable[[Any], Any]: ...
 

@@ -58,7 +58,7 @@ def escape_str(s: str, /) -> str:
     return s
 
 
-def contextual_escaper(cls: type, reference: Any, plan: Any, /) -> Any:
+def contextual_escaper(cls: type, reference: Any, plan: Any, output: bool = False, /) -> Any:
     """The escaper of one context (``ptl_wsgi.escaping.escapers.build``): in this twin,
     *reference* itself.  The C twin answers common values from *plan* instead."""
     return reference

@@ -26,6 +26,7 @@ type = type
 
 __all__ = [
     "ESCAPERS",
+    "OUTPUTS",
     "UNSAFE_CSS",
     "contextual_format",
     "format_value",
@@ -34,8 +35,18 @@ __all__ = [
 ]
 
 #: Every escaper, by the name :func:`ptl_wsgi.escaping.context.escaper_for` gives it.
-ESCAPERS: dict[str, Escaper] = for_class(htmltext, implementation(IMPLEMENTATION).module)
+_twin = implementation(IMPLEMENTATION).module
+ESCAPERS: dict[str, Escaper] = for_class(htmltext, _twin)
 globals().update(ESCAPERS)  # compiled templates import them by name
+#: What a compiled template calls for a value in a quoted attribute that is a piece of
+#: its output, by ``output_`` and the escaper's name: the template's join escapes a str
+#: for HTML, and that is the escaper's last step (see ``for_class``).
+OUTPUTS: dict[str, Escaper] = {
+    f"output_{name}": escaper
+    for name, escaper in for_class(htmltext, _twin, outputs=True).items()
+    if name.endswith("_q")
+}
+globals().update(OUTPUTS)
 
 
 def format_value(value: Any, conversion: int, spec: str) -> Any:

@@ -79,6 +79,14 @@ def outcome(escaper: Any, value: Any) -> tuple[str, Any]:
     return (type(result).__name__, str(result) if not isinstance(result, int) else result)
 
 
+def rendered(escaper: Any, value: Any) -> tuple[str, str]:
+    """What *escaper* of *value* puts in a page (an int is formatted by the join)."""
+    try:
+        return ("ok", str(escaper(value)))
+    except Exception as exc:  # the same exception type is the property
+        return ("raised", type(exc).__name__)
+
+
 def test_the_c_twin_plans_every_escaper_but_the_lists(both: Any) -> None:
     python, c, _ = both
     assert set(python) == set(c)
@@ -175,3 +183,24 @@ def test_a_plan_that_keeps_non_ascii_keeps_every_code_point() -> None:
         found = plan()
         assert str(reference(kept)) == found["prefix"] + kept + found["suffix"], name
     assert {"js_string", "js_value_q", "text_u0", "comment", "css_string_u"} <= set(keeping)
+
+
+@DIFF
+@given(value=st.one_of(texts, others))
+def test_what_compiled_templates_call_joins_to_the_same_markup(both: Any, value: Any) -> None:
+    # Compiled templates call the escapers "for output": one for a quoted attribute may
+    # return its base's str, which the template's join escapes for HTML (the q layer).
+    python, c, twin = both
+    from ptl_wsgi.html import implementation
+
+    py = implementation("python")
+    py_outputs = for_class(py.htmltext, py.module, outputs=True)
+    c_outputs = for_class(twin.htmltext, twin.module, outputs=True)
+    assert set(c_outputs) == set(c)
+    for name in _planned(c):
+        expected = rendered(lambda v, name=name: py.html_join([py_outputs[name](v)]), value)
+        assert expected == rendered(python[name], value), name
+        joined = rendered(lambda v, name=name: twin.html_join([c_outputs[name](v)]), value)
+        assert joined == expected, name
+        if not name.endswith("_q"):
+            assert outcome(c_outputs[name], value) == outcome(c[name], value), name

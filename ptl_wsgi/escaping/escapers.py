@@ -49,6 +49,7 @@ if TYPE_CHECKING:
             cls: type,
             reference: Escaper,
             plan: Callable[[], dict[str, Any]] | None,
+            output: bool = False,
             /,
         ) -> Escaper: ...
 
@@ -231,7 +232,7 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     return plan
 
 
-def build(cls: type, twin: Twin) -> dict[str, Escaper]:
+def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
     """Every escaper, by the name the context engine gives it, returning *cls* markup.
 
     *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
@@ -239,6 +240,12 @@ def build(cls: type, twin: Twin) -> dict[str, Escaper]:
     makes each escaper fast: the Python twin keeps the reference escaper built here,
     the C twin answers the common values itself from the escaper's plan
     (:func:`_planner`) and calls the reference for everything else.
+
+    With *outputs*, what compiled templates call instead: the same escapers, except
+    that one for a quoted attribute (``BASE_q``) may return the str that its base
+    makes, unescaped, instead of markup: the join of a template's output escapes a
+    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
+    join).  Not for anything that takes the result for markup (the planner does).
     """
     escape = twin.escape_str
 
@@ -316,19 +323,26 @@ def build(cls: type, twin: Twin) -> dict[str, Escaper]:
                 reference = named(compose(base_name, base, layer), name)
             char_layer = layers["u" if layer_name == "u0" else layer_name]
             plan = _planner(base_name, base, layer, char_layer, base_name in INT_SAFE_BASES)
-            escapers[name] = twin.contextual_escaper(cls, reference, plan)
+            if outputs and layer_name == "q" and plan is not None:
+                bare = _planner(
+                    base_name, base, _identity, _identity, ints=base_name in INT_SAFE_BASES
+                )
+                escapers[name] = twin.contextual_escaper(cls, reference, bare, True)
+            else:
+                escapers[name] = twin.contextual_escaper(cls, reference, plan)
     escapers["attr_name"] = named(attr_name, "attr_name")
     escapers["tag_attrs"] = named(tag_attrs, "tag_attrs")
     return escapers
 
 
-_built: dict[type, dict[str, Escaper]] = {}
+_built: dict[tuple[type, bool], dict[str, Escaper]] = {}
 
 
-def for_class(cls: type, twin: Twin) -> dict[str, Escaper]:
+def for_class(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
     """:func:`build` for *cls*, once: compiled templates, t-strings and run-time
-    formatting of one twin share its escapers."""
-    found = _built.get(cls)
+    formatting of one twin share its escapers (compiled templates its *outputs*)."""
+    key = (cls, outputs)
+    found = _built.get(key)
     if found is None:
-        found = _built.setdefault(cls, build(cls, twin))
+        found = _built.setdefault(key, build(cls, twin, outputs))
     return found
