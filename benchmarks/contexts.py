@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import marshal
+import os
 import statistics
 import sys
 import tempfile
@@ -48,7 +49,8 @@ CONTEXTS = [
 ]
 VALUES = ["/articles/1000", "web & html", "python", "/search?q=web pages&lang=en"]
 CALLGRIND_RENDERS = 200
-CODE = Path(tempfile.gettempdir()) / "ptl_bench_contexts.marshal"
+# The parent's compiled templates, for its children (by the environment: one per run).
+CODE_VARIABLE = "PTL_BENCH_CONTEXTS_CODE"
 
 
 def compiled() -> Any:
@@ -68,7 +70,7 @@ def renders(code: Any) -> dict[str, Any]:
 
 def child(context: str, value: str, count: int) -> None:
     # The code compiled by the parent: the compiler is not loaded under valgrind.
-    render = renders(marshal.loads(CODE.read_bytes()))[context]
+    render = renders(marshal.loads(Path(os.environ[CODE_VARIABLE]).read_bytes()))[context]
     render(value)
     for _ in range(count):
         render(value)
@@ -90,7 +92,9 @@ def main() -> None:
 
     start = time.perf_counter()
     code = compiled()
-    CODE.write_bytes(marshal.dumps(code))
+    path = Path(tempfile.gettempdir()) / f"ptl_bench_contexts-{os.getpid()}.marshal"
+    path.write_bytes(marshal.dumps(code))
+    os.environ[CODE_VARIABLE] = str(path)
     found = renders(code)
     text = found["text"]
     print(f"htmltext twin: {IMPLEMENTATION}; best of {args.rounds} interleaved rounds")
@@ -130,6 +134,7 @@ def main() -> None:
             elif args.callgrind:
                 row += " | | |"
             print(row, flush=True)
+    path.unlink()
     print(f"\n({time.perf_counter() - start:.0f} s)")
 
 
