@@ -4,10 +4,11 @@ Each context is a one-value [html] template (an f-string); its render is timed
 against the render of ``f'<p>{v}</p>'`` with the same value, interleaved (both
 once per round): the best time of each, and the median of the rounds' ratios.
 With --callgrind, instructions per render too (valgrind's callgrind, repeatable
-where times on a shared machine are not), for the first --callgrind-values
-values.  Prints a Markdown table.
+where times on a shared machine are not), for the values numbered by
+--callgrind-values (--rounds 0: no timing).  Prints a Markdown table.
 
     .venv/bin/python benchmarks/contexts.py [--rounds N] [--values N] [--callgrind]
+        [--callgrind-values 0,1,2,3]
 
 Issue #27's target: every context within 2x text (aim 1.2x).
 """
@@ -82,7 +83,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.04)
     parser.add_argument("--values", type=int, default=len(VALUES))
     parser.add_argument("--callgrind", action="store_true")
-    parser.add_argument("--callgrind-values", type=int, default=len(VALUES))
+    parser.add_argument(
+        "--callgrind-values",
+        default=",".join(map(str, range(len(VALUES)))),
+        help="the indexes of the values counted, comma-separated",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -107,6 +112,7 @@ def main() -> None:
     print(header)
     print(rule)
     text_counts: dict[int, float] = {}
+    callgrind_values = {int(i) for i in args.callgrind_values.split(",")}
     for name, template in CONTEXTS[1:]:
         for index, value in enumerate(VALUES[: args.values]):
             render = found[name]
@@ -114,16 +120,17 @@ def main() -> None:
                 "text": lambda value=value: text(value),
                 name: lambda value=value, render=render: render(value),
             }
-            times = interleaved(calls, args.rounds, args.seconds)
-            mine, base = min(times[name]), min(times["text"])
-            ratio = statistics.median(
-                a / b for a, b in zip(times[name], times["text"], strict=True)
-            )
-            row = (
-                f"| {name} | `{template}` | `{value}` | {mine * 1e6:.2f} | {base * 1e6:.2f} "
-                f"| {ratio:.2f} |"
-            )
-            if args.callgrind and index < args.callgrind_values:
+            row = f"| {name} | `{template}` | `{value}` |"
+            if args.rounds:
+                times = interleaved(calls, args.rounds, args.seconds)
+                mine, base = min(times[name]), min(times["text"])
+                ratio = statistics.median(
+                    a / b for a, b in zip(times[name], times["text"], strict=True)
+                )
+                row += f" {mine * 1e6:.2f} | {base * 1e6:.2f} | {ratio:.2f} |"
+            else:
+                row += " | | |"
+            if args.callgrind and index in callgrind_values:
                 if index not in text_counts:
                     argv = [__file__, "--child", "text", str(index)]
                     text_counts[index] = instructions_per_call(argv, CALLGRIND_RENDERS)
