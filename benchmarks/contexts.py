@@ -88,6 +88,7 @@ def main() -> None:
         default=",".join(map(str, range(len(VALUES)))),
         help="the indexes of the values counted, comma-separated",
     )
+    parser.add_argument("--contexts", help="the contexts measured, comma-separated (all)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -113,7 +114,10 @@ def main() -> None:
     print(rule)
     text_counts: dict[int, float] = {}
     callgrind_values = {int(i) for i in args.callgrind_values.split(",")}
+    chosen = args.contexts.split(",") if args.contexts else [name for name, _ in CONTEXTS[1:]]
     for name, template in CONTEXTS[1:]:
+        if name not in chosen:
+            continue
         for index, value in enumerate(VALUES[: args.values]):
             render = found[name]
             calls = {
