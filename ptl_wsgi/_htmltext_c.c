@@ -1471,6 +1471,8 @@ typedef struct {
     Repl first_slash;     /* a leading "/" (url_slash), REPL_SLOW if not special */
     PyObject *empty, *prefix, *suffix; /* str: the output of "", what wraps an output */
     PyObject *refused;    /* tuple of lower-case ASCII str (CSS), or NULL */
+    PyObject *refusal;    /* the output of a refused value (CSS), or NULL */
+    unsigned char refuse[128]; /* the characters that make the filter refuse a value */
     PyObject *allowed, *script; /* tuples of scheme names (a URL's start), or NULL */
     PyObject *int_prefix, *int_suffix, *constants; /* JS values, or NULL */
     char non_ascii, ints, markup;
@@ -1625,6 +1627,10 @@ holds_refused(PyObject *refused, const Py_UCS1 *text, Py_ssize_t n)
             if (c < 0x80) {                                                                       \
                 const Repl *r = i == 0 && slash ? &e->first_slash : &e->table[c];                 \
                 if (r->len == REPL_SLOW) {                                                        \
+                    if (e->refusal != NULL && e->refuse[c]) {                                     \
+                        *out = Py_NewRef(e->refusal);                                             \
+                        return 1;                                                                 \
+                    }                                                                             \
                     return 0;                                                                     \
                 }                                                                                 \
                 size += r->len;                                                                   \
@@ -1640,6 +1646,10 @@ holds_refused(PyObject *refused, const Py_UCS1 *text, Py_ssize_t n)
         }                                                                                         \
         /* (non_ascii is off for the CSS filter: its text is ASCII here) */                      \
         if (e->refused != NULL && holds_refused(e->refused, (const Py_UCS1 *)text, n)) {          \
+            if (e->refusal != NULL) {                                                             \
+                *out = Py_NewRef(e->refusal);                                                     \
+                return 1;                                                                         \
+            }                                                                                     \
             return 0;                                                                             \
         }                                                                                         \
         Py_ssize_t before = PyUnicode_GET_LENGTH(e->prefix);                                      \
@@ -1766,7 +1776,7 @@ escaper_load(Escaper *e)
 {
     static const char *keys[] = {"table", "empty", "prefix", "suffix", "first_slash", "refused",
                                  "schemes", "int_affixes", "constants", "non_ascii", "ints",
-                                 "markup"};
+                                 "markup", "refusal", "refused_chars"};
     PyObject *got[Py_ARRAY_LENGTH(keys)];
     PyObject *plan = PyObject_CallNoArgs(e->plan);
     if (plan == NULL) {
@@ -1794,7 +1804,8 @@ escaper_load(Escaper *e)
                                  ascii_strs(PyTuple_GET_ITEM(schemes, 0), -1) &&
                                  ascii_strs(PyTuple_GET_ITEM(schemes, 1), -1))) ||
         !(affixes == Py_None || ascii_strs(affixes, 2)) ||
-        !(constants == Py_None || ascii_strs(constants, 3))) {
+        !(constants == Py_None || ascii_strs(constants, 3)) ||
+        !(got[12] == Py_None || PyUnicode_CheckExact(got[12])) || !ascii_str(got[13])) {
         goto wrong;
     }
     if ((table = PyMem_Calloc(128, sizeof(Repl))) == NULL) {
@@ -1831,6 +1842,10 @@ escaper_load(Escaper *e)
         e->int_suffix = Py_NewRef(PyTuple_GET_ITEM(affixes, 1));
     }
     e->constants = none_to_null(constants);
+    e->refusal = none_to_null(got[12]);
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(got[13]); k++) {
+        e->refuse[PyUnicode_1BYTE_DATA(got[13])[k]] = 1;
+    }
     Py_DECREF(plan);
     e->table = table;
     return 0;
@@ -1930,6 +1945,7 @@ escaper_clear(PyObject *self)
     Py_CLEAR(e->prefix);
     Py_CLEAR(e->suffix);
     Py_CLEAR(e->refused);
+    Py_CLEAR(e->refusal);
     Py_CLEAR(e->allowed);
     Py_CLEAR(e->script);
     Py_CLEAR(e->int_prefix);

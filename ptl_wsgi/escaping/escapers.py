@@ -175,8 +175,9 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     character, without ``prefix`` and ``suffix``; None where the reference decides),
     ``prefix``, ``suffix``, ``non_ascii`` (other characters are kept), ``ints`` (a
     non-negative int passes as it is), ``markup`` (the class's markup passes as it is),
-    ``first_slash``, ``refused``, ``schemes``, and for JS values ``int_affixes`` and
-    ``constants`` (the outputs of True, False and None).
+    ``first_slash``, ``refused``, ``refusal`` and ``refused_chars`` (the CSS filter's),
+    ``schemes``, and for JS values ``int_affixes`` and ``constants`` (the outputs of
+    True, False and None).
     """
     if base_name in _UNPLANNED:
         return None
@@ -217,6 +218,12 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "markup": base_name not in URL_START_BASES,
             "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
             "refused": css.REFUSED if base_name == "css" else None,
+            # What the CSS filter makes of a value it refuses, and the characters that
+            # make it refuse one wherever they stand.
+            "refusal": layer(UNSAFE_CSS) if base_name == "css" else None,
+            "refused_chars": "".join(
+                c for c in _ASCII if base_name == "css" and css.css(c) == UNSAFE_CSS
+            ),
             "schemes": None,
             "int_affixes": None,
             "constants": None,
