@@ -14,6 +14,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <string.h>
 #if defined(__SSE2__) || defined(_M_X64)
 #  include <emmintrin.h>
@@ -44,6 +45,7 @@ typedef struct {
     PyObject *s_html;               /* "__html__" */
     PyObject *s_html_format;        /* "__html_format__" */
     PyObject *twin;                 /* ptl_wsgi._htmltext_py, imported on first use */
+    PyTypeObject *escaper_type;     /* ContextualEscaper */
 #ifdef HAVE_TEMPLATES
     PyObject *template_type;        /* string.templatelib.Template */
     PyObject *s_strings, *s_interpolations, *s_value, *s_conversion, *s_format_spec;
@@ -1444,6 +1446,609 @@ static PyType_Spec text_spec = {
     .slots = text_slots,
 };
 
+/* -- contextual escapers --------------------------------------------------- */
+
+/* The escaper of one context (ptl_wsgi.escaping.escapers.build): the common
+   values are answered here, from a plan that the Python reference makes of
+   its own functions on the first call (each ASCII character's output, the
+   empty value's, and the few rules that are not per character: the schemes
+   of a URL's start, a leading "/" after one, the sequences the CSS filter
+   refuses).  Everything else (other types, markup where a URL starts,
+   characters the table leaves to the reference, any character outside ASCII
+   in a URL or CSS value) goes to the reference escaper, so this file spells
+   no character set of escaping.  Measured (benchmarks/contexts.py): the
+   reference took 3-30x the time of a value in text; see RESULTS.md. */
+
+#define REPL_MAX 15
+#define REPL_SLOW 255 /* the reference decides */
+
+typedef struct {
+    unsigned char len;
+    char text[REPL_MAX];
+} Repl;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *module;
+    PyTypeObject *cls;    /* the markup class made */
+    PyObject *reference;  /* the Python escaper: the definition and the slow path */
+    PyObject *plan;       /* makes the plan on the first call */
+    Repl *table;          /* 128 outputs, once planned */
+    unsigned char keep[128]; /* whether table[c] is c itself */
+    Repl first_slash;     /* a leading "/" (url_slash), REPL_SLOW if not special */
+    PyObject *empty, *prefix, *suffix; /* str: the output of "", what wraps an output */
+    PyObject *refused;    /* tuple of lower-case ASCII str (CSS), or NULL */
+    PyObject *refusal;    /* the output of a refused value (CSS), or NULL */
+    unsigned char refuse[128]; /* the characters that make the filter refuse a value */
+    PyObject *allowed, *script; /* tuples of scheme names (a URL's start), or NULL */
+    PyObject *int_prefix, *int_suffix, *constants; /* JS values, or NULL */
+    char non_ascii, ints, markup;
+    char output; /* a str for the join to escape instead of markup (a BASE_q escaper) */
+} Escaper;
+
+/* Characters outside ASCII that are always the reference's, whatever the plan
+   says: some context escapes or ignores them (C1 controls, the soft hyphen,
+   the general punctuation block with the line and paragraph separators and
+   the zero-width and direction marks, surrogates, the byte order mark and the
+   specials).  tests/test_contextual_twins.py checks that every escaper whose
+   plan keeps non-ASCII keeps every other code point. */
+static inline int
+reserved_non_ascii(Py_UCS4 c)
+{
+    return c < 0xA0 || c == 0xAD || (c >= 0x2000 && c < 0x2070) || (c >= 0xD800 && c < 0xE000) ||
+           c == 0xFEFF || (c >= 0xFFF0 && c <= 0xFFFF);
+}
+
+/* Whether the ASCII text[0:len] is one of names (a tuple of ASCII str). */
+static int
+among(PyObject *names, const char *text, Py_ssize_t len)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+        PyObject *name = PyTuple_GET_ITEM(names, k);
+        if (PyUnicode_GET_LENGTH(name) == len && memcmp(PyUnicode_1BYTE_DATA(name), text, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* url.url's second rule: the value, with leading spaces and controls
+   stripped and tabs and newlines dropped, is only a script scheme's name
+   (the literal ":" after it would complete the scheme). */
+static int
+script_name(PyObject *names, const Py_UCS1 *text, Py_ssize_t n)
+{
+    Py_ssize_t start = 0;
+    while (start < n && text[start] <= 0x20) {
+        start++;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+        PyObject *name = PyTuple_GET_ITEM(names, k);
+        const Py_UCS1 *word = PyUnicode_1BYTE_DATA(name);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(name), j = 0, i;
+        for (i = start; i < n; i++) {
+            Py_UCS1 c = text[i];
+            if (c == '\t' || c == '\n' || c == '\r') {
+                continue;
+            }
+            if (j == len || c >= 0x80 || Py_TOLOWER(c) != word[j]) {
+                break;
+            }
+            j++;
+        }
+        if (i == n && j == len) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 if url.url's scheme rule passes the value, 0 if the reference must decide
+   (it refuses the value, or the value is unusual: a character reference or a
+   non-ASCII character before the first "/", "?" or "#").  The rule, as
+   url.is_safe_url reads the value (references decoded, spaces and controls
+   dropped): before that first "/", "?" or "#", no ":" or an allowed scheme. */
+static int
+url_start_passes(Escaper *e, PyObject *s, Py_ssize_t n)
+{
+    if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND) {
+        return 0;
+    }
+    const Py_UCS1 *text = PyUnicode_1BYTE_DATA(s);
+    char scheme[16];
+    Py_ssize_t len = 0;
+    int is_scheme = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS1 c = text[i];
+        if (c == '/' || c == '?' || c == '#') {
+            return 1; /* no scheme; nor only a scheme's name */
+        }
+        if (c >= 0x80) {
+            return 0;
+        }
+        if (c <= 0x20 || c == 0x7F) {
+            continue; /* ignored in a scheme */
+        }
+        if (c == ':') {
+            return is_scheme && len > 0 && len < (Py_ssize_t)sizeof(scheme) &&
+                   among(e->allowed, scheme, len);
+        }
+        if (c == '&') {
+            /* Only an "&" that cannot start a character reference. */
+            Py_UCS1 next = i + 1 < n ? text[i + 1] : ' ';
+            if (!(next == ' ' || next == '\t' || next == '\n' || next == '\f' || next == '<' ||
+                  next == '&' || next == ';')) {
+                return 0;
+            }
+        }
+        if (!(Py_ISALPHA(c) || (len > 0 && (Py_ISDIGIT(c) || c == '+' || c == '.' || c == '-')))) {
+            is_scheme = 0;
+        }
+        if (len < (Py_ssize_t)sizeof(scheme)) {
+            scheme[len] = (char)Py_TOLOWER(c);
+        }
+        len++;
+    }
+    return !script_name(e->script, text, n);
+}
+
+/* Whether the ASCII text holds one of the refused sequences, ignoring case. */
+static int
+holds_refused(PyObject *refused, const Py_UCS1 *text, Py_ssize_t n)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(refused); k++) {
+        PyObject *word = PyTuple_GET_ITEM(refused, k);
+        const Py_UCS1 *w = PyUnicode_1BYTE_DATA(word);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t i = 0; i + len <= n; i++) {
+            Py_ssize_t j = 0;
+            while (j < len && Py_TOLOWER(text[i + j]) == w[j]) {
+                j++;
+            }
+            if (j == len) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The escaped text of the exact str s, whose characters are `text` (of type
+   T: its kind): 1 with *out set, 0 for the reference, -1 on an error.  Every
+   character outside ASCII is kept or left to the reference, so the output is
+   of the input's kind.  A first scan skips the characters that stay as they
+   are; a value made only of them is returned itself. */
+#define DEFINE_CONTEXT_ESCAPE(NAME, T)                                                             \
+    static int NAME(Escaper *e, PyObject *s, const T *text, Py_ssize_t n, PyObject **out)        \
+    {                                                                                             \
+        int slash = e->first_slash.len != REPL_SLOW && text[0] == '/';                            \
+        Py_ssize_t run = 0, size;                                                                 \
+        while (!slash && run < n && text[run] < 0x80 && e->keep[text[run]]) {                     \
+            run++;                                                                                \
+        }                                                                                         \
+        Py_UCS4 maxchar = 0x7F;                                                                   \
+        int changed = slash;                                                                      \
+        size = run;                                                                               \
+        for (Py_ssize_t i = run; i < n; i++) {                                                    \
+            Py_UCS4 c = text[i];                                                                  \
+            if (c < 0x80) {                                                                       \
+                const Repl *r = i == 0 && slash ? &e->first_slash : &e->table[c];                 \
+                if (r->len == REPL_SLOW) {                                                        \
+                    if (e->refusal != NULL && e->refuse[c]) {                                     \
+                        *out = Py_NewRef(e->refusal);                                             \
+                        return 1;                                                                 \
+                    }                                                                             \
+                    return 0;                                                                     \
+                }                                                                                 \
+                size += r->len;                                                                   \
+                changed |= !e->keep[c];                                                           \
+            }                                                                                     \
+            else {                                                                                \
+                if (!e->non_ascii || reserved_non_ascii(c)) {                                     \
+                    return 0;                                                                     \
+                }                                                                                 \
+                size++;                                                                           \
+                maxchar = c > maxchar ? c : maxchar;                                              \
+            }                                                                                     \
+        }                                                                                         \
+        /* (non_ascii is off for the CSS filter: its text is ASCII here) */                      \
+        if (e->refused != NULL && holds_refused(e->refused, (const Py_UCS1 *)text, n)) {          \
+            if (e->refusal != NULL) {                                                             \
+                *out = Py_NewRef(e->refusal);                                                     \
+                return 1;                                                                         \
+            }                                                                                     \
+            return 0;                                                                             \
+        }                                                                                         \
+        Py_ssize_t before = PyUnicode_GET_LENGTH(e->prefix);                                      \
+        Py_ssize_t after = PyUnicode_GET_LENGTH(e->suffix);                                       \
+        if (!changed && before == 0 && after == 0) {                                              \
+            *out = Py_NewRef(s);                                                                  \
+            return 1;                                                                             \
+        }                                                                                         \
+        PyObject *result = PyUnicode_New(before + size + after, maxchar);                         \
+        if (result == NULL) {                                                                     \
+            return -1;                                                                            \
+        }                                                                                         \
+        if (PyUnicode_KIND(result) != sizeof(T)) { /* (cannot happen: see above) */              \
+            Py_DECREF(result);                                                                    \
+            return 0;                                                                             \
+        }                                                                                         \
+        T *o = (T *)PyUnicode_DATA(result);                                                       \
+        const Py_UCS1 *affix = PyUnicode_1BYTE_DATA(e->prefix);                                   \
+        for (Py_ssize_t k = 0; k < before; k++) {                                                 \
+            *o++ = affix[k];                                                                      \
+        }                                                                                         \
+        memcpy(o, text, run * sizeof(T));                                                         \
+        o += run;                                                                                 \
+        for (Py_ssize_t i = run; i < n; i++) {                                                    \
+            T c = text[i];                                                                        \
+            if (c < 0x80) {                                                                       \
+                const Repl *r = i == 0 && slash ? &e->first_slash : &e->table[c];                 \
+                for (int k = 0; k < r->len; k++) {                                                \
+                    *o++ = (Py_UCS1)r->text[k];                                                   \
+                }                                                                                 \
+            }                                                                                     \
+            else {                                                                                \
+                *o++ = c;                                                                         \
+            }                                                                                     \
+        }                                                                                         \
+        affix = PyUnicode_1BYTE_DATA(e->suffix);                                                  \
+        for (Py_ssize_t k = 0; k < after; k++) {                                                  \
+            *o++ = affix[k];                                                                      \
+        }                                                                                         \
+        *out = result;                                                                            \
+        return 1;                                                                                 \
+    }
+
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs1, Py_UCS1)
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs2, Py_UCS2)
+DEFINE_CONTEXT_ESCAPE(context_escape_ucs4, Py_UCS4)
+
+/* The escaped text of the exact str s: 1 with *out set, 0 for the reference,
+   -1 on an error. */
+static int
+escaper_text(Escaper *e, PyObject *s, PyObject **out)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n == 0) {
+        *out = Py_NewRef(e->empty);
+        return 1;
+    }
+    if (n > (PY_SSIZE_T_MAX - 64) / REPL_MAX) {
+        return 0;
+    }
+    if (e->allowed != NULL && !url_start_passes(e, s, n)) {
+        return 0;
+    }
+    switch (PyUnicode_KIND(s)) {
+    case PyUnicode_1BYTE_KIND:
+        return context_escape_ucs1(e, s, PyUnicode_1BYTE_DATA(s), n, out);
+    case PyUnicode_2BYTE_KIND:
+        return context_escape_ucs2(e, s, PyUnicode_2BYTE_DATA(s), n, out);
+    default:
+        return context_escape_ucs4(e, s, PyUnicode_4BYTE_DATA(s), n, out);
+    }
+}
+
+/* One Repl from a plan's str (or None: the reference decides). */
+static int
+plan_repl(PyObject *item, Repl *r)
+{
+    r->len = REPL_SLOW;
+    if (item == Py_None) {
+        return 0;
+    }
+    if (!PyUnicode_CheckExact(item) || !PyUnicode_IS_ASCII(item)) {
+        PyErr_SetString(PyExc_TypeError, "an escaper's plan holds ASCII str or None per character");
+        return -1;
+    }
+    if (PyUnicode_GET_LENGTH(item) <= REPL_MAX) {
+        r->len = (unsigned char)PyUnicode_GET_LENGTH(item);
+        memcpy(r->text, PyUnicode_1BYTE_DATA(item), r->len);
+    }
+    return 0;
+}
+
+static inline int
+ascii_str(PyObject *o)
+{
+    return PyUnicode_CheckExact(o) && PyUnicode_IS_ASCII(o);
+}
+
+/* Whether o is a tuple of ASCII str (of `size` items unless size < 0). */
+static int
+ascii_strs(PyObject *o, Py_ssize_t size)
+{
+    if (!PyTuple_CheckExact(o) || (size >= 0 && PyTuple_GET_SIZE(o) != size)) {
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(o); k++) {
+        if (!ascii_str(PyTuple_GET_ITEM(o, k))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline PyObject *
+none_to_null(PyObject *o)
+{
+    return o == Py_None ? NULL : Py_NewRef(o);
+}
+
+/* The plan's parts, made on the first call (see _planner in
+   ptl_wsgi/escaping/escapers.py for its keys). */
+static int
+escaper_load(Escaper *e)
+{
+    static const char *keys[] = {"table", "empty", "prefix", "suffix", "first_slash", "refused",
+                                 "schemes", "int_affixes", "constants", "non_ascii", "ints",
+                                 "markup", "refusal", "refused_chars"};
+    PyObject *got[Py_ARRAY_LENGTH(keys)];
+    PyObject *plan = PyObject_CallNoArgs(e->plan);
+    if (plan == NULL) {
+        return -1;
+    }
+    if (e->table != NULL) { /* (made meanwhile, by another thread) */
+        Py_DECREF(plan);
+        return 0;
+    }
+    Repl *table = NULL;
+    if (!PyDict_Check(plan)) {
+        goto wrong;
+    }
+    for (size_t k = 0; k < Py_ARRAY_LENGTH(keys); k++) {
+        if ((got[k] = PyDict_GetItemString(plan, keys[k])) == NULL) {
+            goto wrong;
+        }
+    }
+    PyObject *items = got[0], *schemes = got[6], *affixes = got[7], *constants = got[8];
+    if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 128 ||
+        !PyUnicode_CheckExact(got[1]) || !ascii_str(got[2]) || !ascii_str(got[3]) ||
+        !(got[5] == Py_None || ascii_strs(got[5], -1)) ||
+        !(schemes == Py_None || (PyTuple_CheckExact(schemes) &&
+                                 PyTuple_GET_SIZE(schemes) == 2 &&
+                                 ascii_strs(PyTuple_GET_ITEM(schemes, 0), -1) &&
+                                 ascii_strs(PyTuple_GET_ITEM(schemes, 1), -1))) ||
+        !(affixes == Py_None || ascii_strs(affixes, 2)) ||
+        !(constants == Py_None || ascii_strs(constants, 3)) ||
+        !(got[12] == Py_None || PyUnicode_CheckExact(got[12])) || !ascii_str(got[13])) {
+        goto wrong;
+    }
+    if ((table = PyMem_Calloc(128, sizeof(Repl))) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t c = 0; c < 128; c++) {
+        if (plan_repl(PyTuple_GET_ITEM(items, c), &table[c]) < 0) {
+            goto error;
+        }
+        e->keep[c] = table[c].len == 1 && (Py_UCS1)table[c].text[0] == c;
+    }
+    if (plan_repl(got[4], &e->first_slash) < 0) {
+        goto error;
+    }
+    char *flags[3] = {&e->non_ascii, &e->ints, &e->markup};
+    for (int k = 0; k < 3; k++) {
+        int truth = PyObject_IsTrue(got[9 + k]);
+        if (truth < 0) {
+            goto error;
+        }
+        *flags[k] = (char)truth;
+    }
+    e->empty = Py_NewRef(got[1]);
+    e->prefix = Py_NewRef(got[2]);
+    e->suffix = Py_NewRef(got[3]);
+    e->refused = none_to_null(got[5]);
+    if (schemes != Py_None) {
+        e->allowed = Py_NewRef(PyTuple_GET_ITEM(schemes, 0));
+        e->script = Py_NewRef(PyTuple_GET_ITEM(schemes, 1));
+    }
+    if (affixes != Py_None) {
+        e->int_prefix = Py_NewRef(PyTuple_GET_ITEM(affixes, 0));
+        e->int_suffix = Py_NewRef(PyTuple_GET_ITEM(affixes, 1));
+    }
+    e->constants = none_to_null(constants);
+    e->refusal = none_to_null(got[12]);
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(got[13]); k++) {
+        e->refuse[PyUnicode_1BYTE_DATA(got[13])[k]] = 1;
+    }
+    Py_DECREF(plan);
+    e->table = table;
+    return 0;
+wrong:
+    PyErr_SetString(PyExc_TypeError, "not an escaper's plan (see ptl_wsgi.escaping.escapers)");
+error:
+    Py_DECREF(plan);
+    PyMem_Free(table);
+    return -1;
+}
+
+static PyObject *
+concat3(PyObject *a, PyObject *b, PyObject *c)
+{
+    PyObject *ab = PyUnicode_Concat(a, b);
+    if (ab == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyUnicode_Concat(ab, c);
+    Py_DECREF(ab);
+    return result;
+}
+
+static PyObject *
+escaper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Escaper *e = (Escaper *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        return PyObject_Vectorcall(e->reference, args, nargsf, kwnames); /* its TypeError */
+    }
+    if (e->table == NULL && escaper_load(e) < 0) {
+        return NULL;
+    }
+    State *st = module_state(e->module);
+    PyObject *value = args[0], *text;
+    if (PyUnicode_CheckExact(value)) {
+        int done = escaper_text(e, value, &text);
+        if (done < 0) {
+            return NULL;
+        }
+        if (done) {
+            return e->output ? text : new_text_steal(st, e->cls, text);
+        }
+    }
+    else if (Py_TYPE(value) == e->cls) {
+        if (e->markup) {
+            return Py_NewRef(value);
+        }
+    }
+    else if (PyLong_CheckExact(value) && (e->ints || e->int_prefix != NULL)) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (e->ints && (overflow > 0 || (overflow == 0 && number >= 0))) {
+            return Py_NewRef(value);
+        }
+        if (e->int_prefix != NULL && (text = PyObject_Str(value)) != NULL) {
+            PyObject *out = concat3(e->int_prefix, text, e->int_suffix);
+            Py_DECREF(text);
+            return e->output ? out : new_text_steal(st, e->cls, out);
+        }
+        if (e->int_prefix != NULL) {
+            return NULL;
+        }
+    }
+    else if (e->constants != NULL && (value == Py_True || value == Py_False || value == Py_None)) {
+        PyObject *out =
+            PyTuple_GET_ITEM(e->constants, value == Py_True ? 0 : value == Py_False ? 1 : 2);
+        return e->output ? Py_NewRef(out) : new_text(st, e->cls, out);
+    }
+    return PyObject_Vectorcall(e->reference, args, nargsf, NULL);
+}
+
+static int
+escaper_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Escaper *e = (Escaper *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(e->module);
+    Py_VISIT(e->cls);
+    Py_VISIT(e->reference);
+    Py_VISIT(e->plan);
+    return 0;
+}
+
+static int
+escaper_clear(PyObject *self)
+{
+    Escaper *e = (Escaper *)self;
+    Py_CLEAR(e->module);
+    Py_CLEAR(e->cls);
+    Py_CLEAR(e->reference);
+    Py_CLEAR(e->plan);
+    Py_CLEAR(e->empty);
+    Py_CLEAR(e->prefix);
+    Py_CLEAR(e->suffix);
+    Py_CLEAR(e->refused);
+    Py_CLEAR(e->refusal);
+    Py_CLEAR(e->allowed);
+    Py_CLEAR(e->script);
+    Py_CLEAR(e->int_prefix);
+    Py_CLEAR(e->int_suffix);
+    Py_CLEAR(e->constants);
+    return 0;
+}
+
+static void
+escaper_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    escaper_clear(self);
+    PyMem_Free(((Escaper *)self)->table);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *
+escaper_name(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyObject_GetAttrString(((Escaper *)self)->reference, "__name__");
+}
+
+static PyObject *
+escaper_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<contextual escaper %R>", ((Escaper *)self)->reference);
+}
+
+static PyMemberDef escaper_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Escaper, vectorcall), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(Escaper, reference), READONLY,
+     PyDoc_STR("The reference escaper (Python): the definition, and the slow path.")},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef escaper_getset[] = {
+    {"__name__", escaper_name, NULL, PyDoc_STR("The escaper's name."), NULL},
+    {"__qualname__", escaper_name, NULL, PyDoc_STR("The escaper's name."), NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot escaper_slots[] = {
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_traverse, escaper_traverse},
+    {Py_tp_clear, escaper_clear},
+    {Py_tp_dealloc, escaper_dealloc},
+    {Py_tp_repr, escaper_repr},
+    {Py_tp_members, escaper_members},
+    {Py_tp_getset, escaper_getset},
+    {Py_tp_doc, (void *)PyDoc_STR("The escaper of one context; see contextual_escaper().")},
+    {0, NULL},
+};
+
+static PyType_Spec escaper_spec = {
+    .name = "ptl_wsgi._htmltext_c.ContextualEscaper",
+    .basicsize = sizeof(Escaper),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = escaper_slots,
+};
+
+static PyObject *
+mod_contextual_escaper(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 && nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "contextual_escaper() takes 3 or 4 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    int output = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+    if (output < 0) {
+        return NULL;
+    }
+    State *st = module_state(module);
+    PyObject *cls = args[0], *reference = args[1], *plan = args[2];
+    /* A plan only for the registered class, whose instances new_text() makes. */
+    if (plan == Py_None || cls != (PyObject *)st->text_type) {
+        return Py_NewRef(reference);
+    }
+    Escaper *e = (Escaper *)st->escaper_type->tp_alloc(st->escaper_type, 0);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->vectorcall = escaper_vectorcall;
+    e->module = Py_NewRef(module);
+    e->cls = (PyTypeObject *)Py_NewRef(cls);
+    e->reference = Py_NewRef(reference);
+    e->plan = Py_NewRef(plan);
+    e->output = (char)output;
+    return (PyObject *)e;
+}
+
 /* -- module functions ------------------------------------------------------ */
 
 static PyObject *
@@ -1750,6 +2355,11 @@ static PyMethodDef module_methods[] = {
      PyDoc_STR("Append pattern to the list out for each item of iterable: None is the item, "
                "(f, *extra) is f(item, *extra), anything else itself; a joint replaces the "
                "pattern's last and first parts between items.")},
+    {"contextual_escaper", CFUNC(mod_contextual_escaper), METH_FASTCALL,
+     PyDoc_STR("contextual_escaper(cls, reference, plan, output=False): the escaper of one "
+               "context, answering common values from plan() and calling reference for the "
+               "rest (with output, a str from plan is returned for the join to escape); "
+               "reference itself without a plan or for a class not registered.")},
     {"htmlformat", mod_htmlformat, METH_O,
      PyDoc_STR("A t-string as htmltext: literal parts trusted, interpolations converted, "
                "formatted and escaped; nested t-strings and markup kept.")},
@@ -1766,6 +2376,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->text_type);
     Py_VISIT(st->str_new);
     Py_VISIT(st->twin);
+    Py_VISIT(st->escaper_type);
 #ifdef HAVE_TEMPLATES
     Py_VISIT(st->template_type);
 #endif
@@ -1784,6 +2395,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->s_html);
     Py_CLEAR(st->s_html_format);
     Py_CLEAR(st->twin);
+    Py_CLEAR(st->escaper_type);
 #ifdef HAVE_TEMPLATES
     Py_CLEAR(st->template_type);
     Py_CLEAR(st->s_strings);
@@ -1854,6 +2466,10 @@ module_exec(PyObject *module)
     spec.slots = slots;
     st->base_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, str_type);
     if (st->base_type == NULL || PyModule_AddType(module, st->base_type) < 0) {
+        return -1;
+    }
+    st->escaper_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &escaper_spec, NULL);
+    if (st->escaper_type == NULL) {
         return -1;
     }
 #ifdef HAVE_TEMPLATES

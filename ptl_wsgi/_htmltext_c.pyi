@@ -1,6 +1,6 @@
 """C twin of ``ptl_wsgi._htmltext_py``: same names, same behaviour."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, SupportsIndex
 
 from typing_extensions import Self
@@ -21,6 +21,13 @@ def loop_output(
 def first_of(first: Any, /, *evaluated: Any) -> Any: ...
 def format_mod(fmt: str, arg: Any, /) -> str: ...
 def htmlformat(template: Any, /) -> Any: ...  # a string.templatelib.Template (3.14+)
+def contextual_escaper(
+    cls: type,
+    reference: Callable[[Any], Any],
+    plan: Callable[[], dict[str, Any]] | None,
+    output: bool = False,
+    /,
+) -> Callable[[Any], Any]: ...
 
 class HtmlTextBase(str):
     def __new__(cls, value: Any = "") -> Self: ...

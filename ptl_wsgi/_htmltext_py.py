@@ -16,6 +16,7 @@ Rules shared by every operation here:
 from __future__ import annotations
 
 import _string
+import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
 from ptl_wsgi.escaping.rules import is_template as _is_template
@@ -57,6 +58,12 @@ def escape_str(s: str, /) -> str:
     if "'" in s:
         s = s.replace("'", "&#x27;")
     return s
+
+
+def contextual_escaper(cls: type, reference: Any, plan: Any, output: bool = False, /) -> Any:
+    """The escaper of one context (``ptl_wsgi.escaping.escapers.build``): in this twin,
+    *reference* itself.  The C twin answers common values from *plan* instead."""
+    return reference
 
 
 def markup_of(value: Any, /) -> str:
@@ -881,4 +888,4 @@ class HtmlTextBase(str):
 
 # Values formatted outside text are escaped by the escaping engine's escapers, built on
 # first need for this twin's markup, HTML escaping and field formatting.
-_markup_format.bind(HtmlTextBase, escape_str, format_field)
+_markup_format.bind(HtmlTextBase, sys.modules[__name__], format_field)

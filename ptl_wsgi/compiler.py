@@ -753,7 +753,8 @@ class _Transformer(_ScopeWalker):
             if self.tracking:
                 escaper = self.escaper_at(self.ctx, node.value.elt)
                 if escaper is not None:
-                    value.elt = self.escaped(_Value(value.elt, node.value.elt, _RAW), escaper)
+                    piece = _Value(value.elt, node.value.elt, _RAW)
+                    value.elt = self.escaped(piece, escaper, joined=True)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
         pieces: list[_Piece] | None = (
@@ -827,8 +828,13 @@ class _Transformer(_ScopeWalker):
             self.report.append((node.lineno, node.col_offset, describe(ctx), escaper))
         return escaper
 
-    def escaped(self, piece: _Value, escaper: str) -> ast.expr:
-        """The expression that outputs *piece* through *escaper* (conversion and spec first)."""
+    def escaped(self, piece: _Value, escaper: str, joined: bool = False) -> ast.expr:
+        """The expression that outputs *piece* through *escaper* (conversion and spec first).
+
+        *joined*: the result is a piece of the [html] template's output, which its join
+        escapes for HTML unless it is markup; a quoted attribute's escaper is then its
+        ``output_`` variant, which may leave that escaping (its ``q`` layer) to the join.
+        """
         node, expr = piece.node, piece.value
         formatted = piece.conversion != -1 or piece.spec is not None
         held = None
@@ -849,6 +855,8 @@ class _Transformer(_ScopeWalker):
         elif piece.rule == _PERCENT and piece.fmt is not None:
             self.helpers.add("_ptl_ctx_percent")
             expr = _call(_name("_ptl_ctx_percent", node), [expr, piece.fmt], node)
+        if joined and self.kind == "html" and escaper.endswith("_q"):
+            escaper = f"output_{escaper}"
         self.escapers.add(escaper)
         call = _call(_name(_ESCAPER + escaper, node), [expr], node)
         if held is None:
@@ -1217,7 +1225,7 @@ class _Transformer(_ScopeWalker):
             else:
                 piece.value = self.plain_fstring(piece.value)
         if piece.escaper is not None:
-            return self.escaped(piece, piece.escaper)
+            return self.escaped(piece, piece.escaper, joined=True)
         node, expr = piece.node, piece.value
         if piece.rule == _RAW:
             return expr  # as it is: the final join escapes it

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ptl_wsgi.escaping.escapers import for_class, percent_field, percent_value
 from ptl_wsgi.escaping.escapers import format_value as _format_value
 from ptl_wsgi.escaping.rules import UNSAFE_CSS
-from ptl_wsgi.html import escape_str, format_field, htmltext
+from ptl_wsgi.html import IMPLEMENTATION, format_field, htmltext, implementation
 
 # Not typing.TYPE_CHECKING: importing typing costs a one-shot process its time.
 TYPE_CHECKING = False
@@ -26,6 +26,7 @@ type = type
 
 __all__ = [
     "ESCAPERS",
+    "OUTPUTS",
     "UNSAFE_CSS",
     "contextual_format",
     "format_value",
@@ -34,8 +35,18 @@ __all__ = [
 ]
 
 #: Every escaper, by the name :func:`ptl_wsgi.escaping.context.escaper_for` gives it.
-ESCAPERS: dict[str, Escaper] = for_class(htmltext, escape_str)
+_twin = implementation(IMPLEMENTATION).module
+ESCAPERS: dict[str, Escaper] = for_class(htmltext, _twin)
 globals().update(ESCAPERS)  # compiled templates import them by name
+#: What a compiled template calls for a value in a quoted attribute that is a piece of
+#: its output, by ``output_`` and the escaper's name: the template's join escapes a str
+#: for HTML, and that is the escaper's last step (see ``for_class``).
+OUTPUTS: dict[str, Escaper] = {
+    f"output_{name}": escaper
+    for name, escaper in for_class(htmltext, _twin, outputs=True).items()
+    if name.endswith("_q")
+}
+globals().update(OUTPUTS)
 
 
 def format_value(value: Any, conversion: int, spec: str) -> Any:

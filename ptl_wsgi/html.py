@@ -297,7 +297,7 @@ def htmlformat(template: Any, /) -> Any:
     from ptl_wsgi.escaping.escapers import for_class
     from ptl_wsgi.escaping.planner import contextual_format
 
-    escapers = for_class(htmltext, escape_str)
+    escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
     return htmltext(contextual_format(template, escapers, format_field))
 
 

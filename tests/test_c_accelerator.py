@@ -161,6 +161,7 @@ WORKLOAD = textwrap.dedent(
     api = implementation("c")
     c = api.module
     ht = api.htmltext
+    from ptl_wsgi import escapers as esc
 
 
     class Markup:
@@ -262,6 +263,24 @@ WORKLOAD = textwrap.dedent(
         expect(TypeError, c.loop_output, out, 5, (None,))
         c.first_of(s, i, out)
         expect(TypeError, c.first_of)
+        # Contextual escapers: fast paths, the reference, ints, constants, errors.
+        for escape in (esc.url_q, esc.output_url_q, esc.url_slash_u, esc.url_query, esc.css_q,
+                       esc.js_string, esc.js_value_u0, esc.output_js_value_q, esc.text_u0,
+                       esc.comment, esc.srcdoc_q):
+            escape(s)
+            escape(f"/a/{i}?x=1")
+            escape("")
+            escape(i)
+            escape(-i)
+            escape(2**70 + i)
+            escape(True)
+            escape(None)
+            escape(i / 3)
+            escape(ht(s))
+            escape(Markup())
+            escape("javascript:x")
+            expect(RuntimeError, escape, Broken())
+            expect(TypeError, escape, s, s)
     """
 )
 

@@ -15,10 +15,13 @@ from ptl_wsgi.escaping.rules import (
     UNSAFE_CSS,
 )
 
-__all__ = ["css", "css_string"]
+__all__ = ["REFUSED", "css", "css_string"]
 
-_UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f\"'()/;:@\\[\\]\\\\`{}<>&!*=]|--")
-_UNSAFE_WORDS = re.compile("|".join(CSS_UNSAFE_WORDS), re.IGNORECASE)
+_UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f\"'()/;:@\\[\\]\\\\`{}<>&!*=]")
+#: What the filter refuses though each of its characters passes, ignoring case:
+#: ``--`` (a custom property's name, or a comment's end to an old parser) and the words.
+REFUSED = ("--", *CSS_UNSAFE_WORDS)
+_UNSAFE_WORDS = re.compile("|".join(map(re.escape, REFUSED)), re.IGNORECASE)
 _STRING_UNSAFE = re.compile("[\x00-\x1f\x7f\"'()\\\\<>&/:;@`{}\\[\\]+\u2028\u2029\ud800-\udfff]")
 
 

@@ -21,7 +21,9 @@ import html
 
 from ptl_wsgi.escaping import css, js, markup, url
 from ptl_wsgi.escaping.rules import (
+    DEFAULT_SCHEMES,
     INT_SAFE_BASES,
+    SCRIPT_SCHEMES,
     UNSAFE_CSS,
     UNSAFE_URL,
     URL_START_BASES,
@@ -32,10 +34,25 @@ from ptl_wsgi.escaping.rules import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Protocol
 
     Escaper = Callable[[Any], Any]
     Text = Callable[[str], str]
+
+    class Twin(Protocol):
+        """What :func:`build` needs of an htmltext twin (``_htmltext_py`` or ``_htmltext_c``)."""
+
+        def escape_str(self, s: str, /) -> str: ...
+
+        def contextual_escaper(
+            self,
+            cls: type,
+            reference: Escaper,
+            plan: Callable[[], dict[str, Any]] | None,
+            output: bool = False,
+            /,
+        ) -> Escaper: ...
+
 
 __all__ = ["build", "for_class", "format_value", "percent_field", "percent_value"]
 
@@ -111,11 +128,134 @@ def _layers(escape: Text) -> dict[str, Text]:
     return {"": _identity, "q": escape, "u": markup.unquoted, "u0": markup.unquoted_start}
 
 
-def build(cls: type, escape: Text) -> dict[str, Escaper]:
+# The characters a plan describes one by one; the rest of a value's characters are
+# the twin's business (docs: "what stays in Python").
+_ASCII = tuple(map(chr, range(128)))
+# Characters outside ASCII that no escaper below changes unless it changes all of
+# them: a plan says whether its escaper keeps them (the twin keeps them only outside
+# the ranges it always leaves to the reference; tests/test_contextual_twins.py checks
+# every code point).
+_NON_ASCII_PROBE = "\u00e9\u4e2d\U0001f600"
+# Bases left to the reference in every twin: lists of URLs (SVG animation values,
+# image candidates: rare, and their rule is per item), and a comment in a script or
+# style (the value is dropped).
+_UNPLANNED = ("srcset", "url_list", "drop")
+
+if TYPE_CHECKING:
+    Plan = Callable[[], dict[str, Any]]
+
+
+def _shared(first: str, second: str) -> int:
+    """How many characters *first* and *second* start with in common."""
+    count = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def _affixes(first: str, second: str) -> tuple[str, str]:
+    """What the outputs *first* and *second* (of two different values) wrap their value in."""
+    head = _shared(first, second)
+    tail = _shared(first[head:][::-1], second[head:][::-1])
+    return first[:head], first[len(first) - tail :]
+
+
+def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bool) -> Plan | None:
+    """The plan of one escaper for a twin's fast path: *base* then *layer*, described by
+    what they make of each ASCII character (*char_layer* is *layer* for a non-empty text:
+    the start of an unquoted value makes only empty text ``""``).  None for the bases
+    whose rule is not per character (:data:`_UNPLANNED`).
+
+    A plan is made when the escaper first meets a value, from the reference functions,
+    so a twin spells no character set of its own.  What the twin must still know, it is
+    told: the scheme rule of a URL's start (:func:`url.url`: the allowed and the script
+    schemes), the leading "/" of :func:`url.url_slash`, the sequences the CSS filter
+    refuses.  Keys: ``empty`` (the output for ""), ``table`` (128 outputs, one per ASCII
+    character, without ``prefix`` and ``suffix``; None where the reference decides),
+    ``prefix``, ``suffix``, ``non_ascii`` (other characters are kept), ``ints`` (a
+    non-negative int passes as it is), ``markup`` (the class's markup passes as it is),
+    ``first_slash``, ``refused``, ``refusal`` and ``refused_chars`` (the CSS filter's),
+    ``schemes``, and for JS values ``int_affixes`` and ``constants`` (the outputs of
+    True, False and None).
+    """
+    if base_name in _UNPLANNED:
+        return None
+
+    def plan() -> dict[str, Any]:
+        if base_name == "js_value":
+            whole: Text = js.js_value
+        elif base_name in ("url", "url_slash"):
+            whole = url.url_path  # and the rule of the start: "schemes", "first_slash"
+        else:
+            whole = base
+
+        def char(text: str) -> str | None:
+            if base_name == "css" and css.css(text) != text:
+                return None  # the filter refuses the whole value: the reference decides
+            return char_layer(whole(text))
+
+        probes = [char("a") or "", char("b") or ""]
+        prefix, suffix = _affixes(*probes)
+        table: list[str | None] = []
+        for character in _ASCII:
+            out = char(character)
+            inner = len(out or "") - len(prefix) - len(suffix)
+            if out is None or inner < 0 or not (out.startswith(prefix) and out.endswith(suffix)):
+                table.append(None)
+            else:
+                table.append(out[len(prefix) : len(prefix) + inner])
+        found: dict[str, Any] = {
+            "empty": layer(base("")),
+            "table": tuple(table),
+            "prefix": prefix,
+            "suffix": suffix,
+            # (The CSS filter's words ignore case, and outside ASCII that is Unicode's
+            # case folding: U+017F is an "s".  The reference decides there.)
+            "non_ascii": base_name != "css"
+            and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
+            "ints": ints,
+            "markup": base_name not in URL_START_BASES,
+            "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
+            "refused": css.REFUSED if base_name == "css" else None,
+            # What the CSS filter makes of a value it refuses, and the characters that
+            # make it refuse one wherever they stand.
+            "refusal": layer(UNSAFE_CSS) if base_name == "css" else None,
+            "refused_chars": "".join(
+                c for c in _ASCII if base_name == "css" and css.css(c) == UNSAFE_CSS
+            ),
+            "schemes": None,
+            "int_affixes": None,
+            "constants": None,
+        }
+        if base_name == "url":
+            allowed = url.allowed_schemes(DEFAULT_SCHEMES)
+            found["schemes"] = (tuple(sorted(allowed)), tuple(sorted(SCRIPT_SCHEMES)))
+        if base_name == "js_value":
+            found["int_affixes"] = _affixes(layer(js.js_value(1)), layer(js.js_value(2)))
+            found["constants"] = tuple(layer(js.js_value(v)) for v in (True, False, None))
+        return found
+
+    return plan
+
+
+def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
     """Every escaper, by the name the context engine gives it, returning *cls* markup.
 
-    *escape* is HTML escaping of a str (the twin's ``escape_str``).
+    *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
+    escaping of a str (the quoted-attribute layer), and its ``contextual_escaper``
+    makes each escaper fast: the Python twin keeps the reference escaper built here,
+    the C twin answers the common values itself from the escaper's plan
+    (:func:`_planner`) and calls the reference for everything else.
+
+    With *outputs*, what compiled templates call instead: the same escapers, except
+    that one for a quoted attribute (``BASE_q``) may return the str that its base
+    makes, unescaped, instead of markup: the join of a template's output escapes a
+    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
+    join).  Not for anything that takes the result for markup (the planner does).
     """
+    escape = twin.escape_str
 
     def make(text: str) -> Any:
         return str.__new__(cls, text)
@@ -176,30 +316,43 @@ def build(cls: type, escape: Text) -> dict[str, Escaper]:
         escaped = attr_name(value)
         return escaped if is_markup(value) else make(" " + escaped)
 
+    def named(function: Escaper, name: str) -> Escaper:
+        function.__name__ = function.__qualname__ = name
+        return function
+
     escapers: dict[str, Escaper] = {}
     layers = _layers(escape)
-    for base_name, base in _bases(escape).items():
+    for base_name, base in [*_bases(escape).items(), ("js_value", js.js_value)]:
         for layer_name, layer in layers.items():
             name = f"{base_name}_{layer_name}" if layer_name else base_name
-            escapers[name] = compose(base_name, base, layer)
-    for layer_name, layer in layers.items():
-        name = f"js_value_{layer_name}" if layer_name else "js_value"
-        escapers[name] = compose_js_value(layer)
-    escapers["json_value"] = compose_js_value(_identity, js.json_value)  # (script bodies only)
-    escapers["attr_name"] = attr_name
-    escapers["tag_attrs"] = tag_attrs
-    for name, function in escapers.items():
-        function.__name__ = function.__qualname__ = name
+            if base_name == "js_value":
+                reference = named(compose_js_value(layer), name)
+            else:
+                reference = named(compose(base_name, base, layer), name)
+            char_layer = layers["u" if layer_name == "u0" else layer_name]
+            plan = _planner(base_name, base, layer, char_layer, base_name in INT_SAFE_BASES)
+            if outputs and layer_name == "q" and plan is not None:
+                bare = _planner(
+                    base_name, base, _identity, _identity, ints=base_name in INT_SAFE_BASES
+                )
+                escapers[name] = twin.contextual_escaper(cls, reference, bare, True)
+            else:
+                escapers[name] = twin.contextual_escaper(cls, reference, plan)
+    # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
+    escapers["json_value"] = named(compose_js_value(_identity, js.json_value), "json_value")
+    escapers["attr_name"] = named(attr_name, "attr_name")
+    escapers["tag_attrs"] = named(tag_attrs, "tag_attrs")
     return escapers
 
 
-_built: dict[type, dict[str, Escaper]] = {}
+_built: dict[tuple[type, bool], dict[str, Escaper]] = {}
 
 
-def for_class(cls: type, escape: Text) -> dict[str, Escaper]:
+def for_class(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
     """:func:`build` for *cls*, once: compiled templates, t-strings and run-time
-    formatting of one twin share its escapers."""
-    found = _built.get(cls)
+    formatting of one twin share its escapers (compiled templates its *outputs*)."""
+    key = (cls, outputs)
+    found = _built.get(key)
     if found is None:
-        found = _built.setdefault(cls, build(cls, escape))
+        found = _built.setdefault(key, build(cls, twin, outputs))
     return found

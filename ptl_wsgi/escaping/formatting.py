@@ -135,9 +135,11 @@ _twin: list[Any] = []
 _built: list[Any] = []
 
 
-def bind(markup: type, escape: Callable[[str], str], format_field: Callable[..., Any]) -> None:
-    """Use *markup* (a str subclass with ``__html__``), *escape* and *format_field*."""
-    _twin[:] = [markup, escape, format_field]
+def bind(markup: type, twin: Any, format_field: Callable[..., Any]) -> None:
+    """Use *markup* (a str subclass with ``__html__``), *twin* (the htmltext twin module
+    whose escapers are built: its ``escape_str`` and ``contextual_escaper``) and
+    *format_field*."""
+    _twin[:] = [markup, twin, format_field]
     _built.clear()
 
 
@@ -146,8 +148,8 @@ def escaper(name: str) -> Escaper:
     if not _built:
         from ptl_wsgi.escaping.escapers import for_class
 
-        markup, escape, _ = _twin
-        _built.append(for_class(markup, escape))
+        markup, twin, _ = _twin
+        _built.append(for_class(markup, twin))
     function: Escaper = _built[0][name]
     return function
 
