@@ -33,7 +33,14 @@ import sys
 import tokenize
 from dataclasses import dataclass, field
 
-from ptl_wsgi.compiler import _char_col, _split_lines, compile_ptl, python_view, template_scopes
+from ptl_wsgi.compiler import (
+    _char_col,
+    _opts_out,
+    _split_lines,
+    compile_ptl,
+    python_view,
+    template_scopes,
+)
 from ptl_wsgi.convert import Problem
 
 __all__ = ["PyConversion", "to_python"]
@@ -42,7 +49,7 @@ Pos = tuple[int, int]  # (line, character column)
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _JOIN = {"html": "html_join", "plain": "plain_join"}
-_HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext")
+_HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext", "format_mod_html")
 _QUIXOTE = frozenset({"ptl_html", "ptl_plain"})
 _START_TOKENS = frozenset(
     t
@@ -242,6 +249,7 @@ class _Converter:
             self.template(node, kind)
         for literal, literal_kind in self.scopes.literals:
             self.literal(literal, literal_kind)
+        self.html_only_formats()
         self.imports()
         return self.edits.result()
 
@@ -294,6 +302,29 @@ class _Converter:
         for ret, _kind in self.scopes.returns:
             if self.owner(ret) is node:
                 self.edits.insert(self.end(ret), f" {join}", (1, 0))
+
+    def html_only_formats(self) -> None:
+        """A literal ``%`` format of an ``[html]`` template that opts out of contextual
+        escaping escapes its values as HTML (``format_mod_html``), as compiled: htmltext's
+        own ``%`` would plan the format, and refuse one that is not balanced markup."""
+        module_out = _opts_out(self.tree.body)
+        for node, kind in self.scopes.templates:
+            if kind != "html" or not (module_out or _opts_out(node.body)):
+                continue
+            for binop in ast.walk(node):
+                if not (
+                    isinstance(binop, ast.BinOp)
+                    and isinstance(binop.op, ast.Mod)
+                    and isinstance(binop.left, ast.Constant)
+                    and isinstance(binop.left.value, str)
+                ):
+                    continue
+                between = _span(self.lines, self.end(binop.left), self.start(binop.right))
+                if between.strip() != "%":
+                    continue  # (parentheses or a comment around the operator: left as it is)
+                helper = self.helper("format_mod_html")
+                self.edits.wrap(self.start(binop), self.end(binop), f"{helper}(", ")")
+                self.edits.replace(self.end(binop.left), self.start(binop.right), ", ")
 
     def owner(self, node: ast.AST) -> ast.AST | None:
         """The innermost template around statement *node*."""

@@ -176,7 +176,7 @@ class TestRefused:
     def test_str_errors_come_first(self, impl):
         with pytest.raises(TypeError, match="not enough arguments"):
             impl.htmltext('<a href="%s%s') % "x"
-        with pytest.raises(ValueError, match="incomplete format"):
+        with pytest.raises(ValueError, match=r"incomplete format|stray %"):  # (3.15 words it so)
             impl.htmltext('<a href="%s">%') % "x"
         with pytest.raises(IndexError):
             impl.htmltext('<a href="{}{}').format("x")

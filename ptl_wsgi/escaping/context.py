@@ -26,8 +26,8 @@ unquoted one, ``u0`` the start of an unquoted one).
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from html import unescape
-from typing import NamedTuple
 
 from ptl_wsgi.escaping.rules import (
     K_CSS,
@@ -41,6 +41,29 @@ from ptl_wsgi.escaping.rules import (
     SCRIPT_SCHEMES,
     attribute_kind,
 )
+
+# Not typing.NamedTuple at run time: typing costs a one-shot process its time (and on
+# 3.14 imports ast); the same class syntax, made a collections.namedtuple here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+
+    class _RecordMeta(type):
+        def __new__(mcls, name, bases, namespace):
+            if not bases:
+                return super().__new__(mcls, name, bases, namespace)
+            fields = list(namespace.get("__annotations__", ()))
+            defaults = [namespace[field] for field in fields if field in namespace]
+            record = namedtuple(name, fields, defaults=defaults, module=namespace["__module__"])
+            body = {k: v for k, v in namespace.items() if k not in fields}
+            body.pop("__annotations__", None)
+            body["__slots__"] = ()
+            return type(name, (record,), body)
+
+    class NamedTuple(metaclass=_RecordMeta):
+        """A class whose annotated fields (with their defaults) make a namedtuple."""
+
 
 __all__ = [
     "TEXT",

@@ -7,8 +7,6 @@ asks :func:`plan` here, which parses them once per distinct parts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-
 from ptl_wsgi.escaping.context import (
     TEXT,
     ContextError,
@@ -22,10 +20,14 @@ from ptl_wsgi.escaping.context import (
 from ptl_wsgi.escaping.escapers import format_value
 from ptl_wsgi.escaping.rules import is_template
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, NamedTuple
 
     from ptl_wsgi.escaping.escapers import Escaper
+else:
+    from ptl_wsgi.escaping.context import NamedTuple  # (without typing: see there)
 
 __all__ = ["Plan", "contextual_format", "plan"]
 
