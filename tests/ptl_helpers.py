@@ -53,6 +53,11 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def render_f(source: str, *args: Any) -> str:
+    """Compile *source* (a .ptl module defining ``f``, dedented) and return ``f(*args)`` as str."""
+    return str(compiled(textwrap.dedent(source), "attack").f(*args))
+
+
 def compiled(source: str, name: str, **switches: bool) -> types.ModuleType:
     """*source* compiled and run as module *name*, with the compiler's test switches
     (``_SPLIT_OUTPUT``, ``_FUSE_LOOPS``) set as given for the compile only."""

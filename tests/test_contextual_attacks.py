@@ -18,15 +18,13 @@ script and that the guarded contexts do not.
 from __future__ import annotations
 
 import sys
-import textwrap
-import types
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from browser import XSSBrowser, unavailable, visit_body
+from ptl_helpers import render_f
 
-from ptl_wsgi.compiler import compile_ptl
 from ptl_wsgi.escapers import UNSAFE_CSS, contextual_format
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.safety import UNSAFE_URL
@@ -35,12 +33,7 @@ JS_URL = "javascript:alert(1)"
 PAGE_URL = "http://127.0.0.1:9/contextual-attack"
 
 
-def render(source: str, *args: Any) -> str:
-    """Compile *source* (a .ptl module defining ``f``) and return ``f(*args)`` as str."""
-    code = compile_ptl(textwrap.dedent(source), "attack.ptl")
-    module = types.ModuleType("attack")
-    exec(code, module.__dict__)
-    return str(module.f(*args))
+render = render_f
 
 
 def hole(reason: str) -> pytest.MarkDecorator:

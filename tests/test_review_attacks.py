@@ -8,27 +8,19 @@ XPASS failure once fixed, which says to drop the marker.  The browser tests
 
 from __future__ import annotations
 
-import textwrap
-import types
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from browser import XSSBrowser, unavailable, visit_body
-
-from ptl_wsgi.compiler import compile_ptl
+from ptl_helpers import render_f
 
 JS_URL = "javascript:alert(1)"
 UNSAFE_URL = "about:invalid#ptl-unsafe-url"
 PAGE_URL = "http://127.0.0.1:9/review-attack"
 
 
-def render(source: str, *args: Any) -> str:
-    """Compile *source* (a .ptl module defining ``f``) and return ``f(*args)`` as str."""
-    code = compile_ptl(textwrap.dedent(source), "attack.ptl")
-    module = types.ModuleType("attack")
-    exec(code, module.__dict__)
-    return str(module.f(*args))
+render = render_f
 
 
 def review(reason: str) -> pytest.MarkDecorator:
