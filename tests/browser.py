@@ -27,7 +27,9 @@ import shutil
 from types import TracebackType
 from typing import Any
 
-__all__ = ["XSSBrowser", "chromium_path", "unavailable", "visit_body"]
+import pytest
+
+__all__ = ["BROWSER_ONLY", "XSSBrowser", "chromium_path", "unavailable", "visit_body"]
 
 HOOKS = """
 (() => {
@@ -197,3 +199,11 @@ def visit_body(browser: XSSBrowser, html: str, url: str) -> list[str]:
     """The hits of *html* loaded as a page's body (UTF-8, standards mode) at *url*."""
     page = f"<!doctype html><html><head><meta charset=utf-8></head><body>{html}</body></html>"
     return browser.visit_response(url, page.encode())
+
+
+#: The marks of a test that needs Chromium: slow (not in make test-fast), skipped with
+#: the reason where the browser cannot run.
+BROWSER_ONLY = [
+    pytest.mark.slow,
+    pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
+]

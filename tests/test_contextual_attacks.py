@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import XSSBrowser, unavailable, visit_body
+from browser import BROWSER_ONLY, XSSBrowser, visit_body
 from ptl_helpers import render_f
 
 from ptl_wsgi.escapers import UNSAFE_CSS, contextual_format
@@ -857,10 +857,7 @@ def test_css_filter_refuses_everything_that_leaves_a_value() -> None:
 
 # -- in the browser ------------------------------------------------------------------------
 
-browser_only = [
-    pytest.mark.slow,
-    pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
-]
+browser_only = BROWSER_ONLY
 
 
 @pytest.fixture(scope="module")

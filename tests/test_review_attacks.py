@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import XSSBrowser, unavailable, visit_body
+from browser import BROWSER_ONLY, XSSBrowser, visit_body
 from ptl_helpers import render_f
 
 JS_URL = "javascript:alert(1)"
@@ -299,10 +299,7 @@ def test_dict_display_entry_that_wins_is_escaped(name: str) -> None:
 
 # -- in the browser ------------------------------------------------------------------------
 
-browser_only = [
-    pytest.mark.slow,
-    pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
-]
+browser_only = BROWSER_ONLY
 
 
 @pytest.fixture(scope="module")
