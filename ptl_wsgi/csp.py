@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ptl_wsgi._iterate import in_context, setting
+from ptl_wsgi.escaping.nonce import CURRENT
+from ptl_wsgi.escaping.nonce import check as check_nonce
 
 __all__ = [
     "CSP_NONCE_KEY",
@@ -45,9 +47,9 @@ Directives = Mapping[str, "str | Iterable[str] | None"]
 #: The response header's name.
 HEADER = "Content-Security-Policy"
 
-_nonce: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "ptl_wsgi_csp_nonce", default=None
-)
+# The context variable is the escaping engine's, which writes the nonce into every
+# <script>, <style> and stylesheet <link> a template's literals write (escaping.nonce).
+_nonce: contextvars.ContextVar[str | None] = CURRENT
 
 #: Where the framework adapters keep the request's nonce: the WSGI environ
 #: (Flask's ``request.environ``, Django's ``request.META``).  Unlike the context
@@ -97,8 +99,7 @@ def nonce_scope(nonce: str | None = None) -> Iterator[str]:
     request's nonce to the next.  Passing the request's *nonce* again re-enters
     its scope, e.g. around each step of a streamed response body.
     """
-    if nonce is None:
-        nonce = _fresh()
+    nonce = _fresh() if nonce is None else check_nonce(nonce)
     token = _nonce.set(nonce)
     try:
         yield nonce
@@ -115,7 +116,7 @@ def in_nonce_scope(
     perhaps in another context).  Lists and the server's file wrapper are
     returned as they are (see :func:`ptl_wsgi._iterate.in_context`).
     """
-    return in_context(body, functools.partial(setting, _nonce, nonce), environ)
+    return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)
 
 
 def content_security_policy(nonce: str | None = None, directives: Directives | None = None) -> str:
@@ -130,8 +131,7 @@ def content_security_policy(nonce: str | None = None, directives: Directives | N
     ``{"default-src": "'self'", "frame-ancestors": "'none'"}``.  Raises
     ValueError for a directive name or source that would corrupt the header.
     """
-    if nonce is None:
-        nonce = csp_nonce()
+    nonce = csp_nonce() if nonce is None else check_nonce(nonce)
     policy: dict[str, str | Iterable[str] | None] = {
         "script-src": (f"'nonce-{nonce}'", "'strict-dynamic'"),
         "object-src": "'none'",

@@ -288,7 +288,8 @@ def htmlformat(template: Any, /) -> Any:
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or not is_template(template):
         return _twin_htmlformat(template)  # the twin's TypeError
-    if _plan(strings).text_only:
+    planned = _plan(strings)
+    if planned.text_only and not (planned.nonces and _in_nonce_scope()):
         for interpolation in template.interpolations:
             if is_template(interpolation.value):
                 break  # a nested t-string is planned on its own (contextual_format)
@@ -299,6 +300,12 @@ def htmlformat(template: Any, /) -> Any:
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
     return htmltext(contextual_format(template, escapers, format_field))
+
+
+def _in_nonce_scope() -> bool:
+    from ptl_wsgi.escaping.nonce import CURRENT
+
+    return CURRENT.get() is not None
 
 
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.

@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["compiler", "escaping", "escaping.rules", "escaping.context", "escaping.url",
          "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers",
-         "escaping.planner", "escaping.formatting", "htmlcontext", "_runtime", "headers",
+         "escaping.planner", "escaping.formatting", "escaping.nonce", "htmlcontext", "_runtime", "headers",
          "_iterate", "tracebacks",
          "_htmltext_py", "_htmltext_c", "pygments_lexer", "forms.inputs", "contrib"],
         1,
