@@ -32,8 +32,10 @@ renders it, ``{% import %}`` gives its functions, ``{% extends %}`` is an error.
   ``get_flashed_messages``, ``config``, ``session``, ...); a template receives
   the keys it declares as parameters, or all of them with ``**kwargs``.
 - With ``PTL_CSP = True``, every response gets a ``Content-Security-Policy``
-  naming a fresh per-request nonce (``PTL_CSP_DIRECTIVES`` adds directives),
-  which templates receive as ``csp_nonce``.
+  naming a fresh per-request nonce (``PTL_CSP_DIRECTIVES`` adds directives,
+  ``PTL_CSP_HASHES`` hashes of static inline scripts), which every
+  ``<script>``, ``<style>`` and stylesheet ``<link>`` of a template's literals
+  carries, and which templates receive as ``csp_nonce``.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ class PTL:
         app.config.setdefault("PTL_SEARCH_PATH", [])
         app.config.setdefault("PTL_CSP", False)
         app.config.setdefault("PTL_CSP_DIRECTIVES", {})
+        app.config.setdefault("PTL_CSP_HASHES", ())
         app.extensions["ptl"] = _AppState(app)
         # Forms made in a request get Flask's CSRF policy whatever they are given (None
         # for an empty form, say), not only flask.request.
@@ -662,8 +665,11 @@ def _csp_begin() -> None:
 
 def _csp_header(response: Response) -> Response:
     if _csp_on():
-        directives = current_app.config["PTL_CSP_DIRECTIVES"]
-        response.headers.setdefault(HEADER, content_security_policy(_request_nonce(), directives))
+        config = current_app.config
+        policy = content_security_policy(
+            _request_nonce(), config["PTL_CSP_DIRECTIVES"], config["PTL_CSP_HASHES"]
+        )
+        response.headers.setdefault(HEADER, policy)
     return response
 
 

@@ -245,7 +245,11 @@ def _refuse_odd_space(text: str) -> None:
 
 
 def advance(
-    ctx: Context, text: str, final: bool = False, slots: list[int] | None = None
+    ctx: Context,
+    text: str,
+    final: bool = False,
+    slots: list[int] | None = None,
+    findings: list[tuple[int, str, str]] | None = None,
 ) -> Context:
     """The context after trusted literal *text* in *ctx*.
 
@@ -260,6 +264,11 @@ def advance(
     own.  Appended there, after every attribute of the tag, a value before it
     cannot change what it belongs to, and a ``nonce`` the tag has comes first,
     which is the one browsers keep.
+
+    *findings*, if given, gets what a strict Content-Security-Policy forbids in
+    *text*, as ``(offset, kind, name)``: ``"handler"`` (an ``on*`` attribute),
+    ``"framework"`` (an attribute a JavaScript framework evaluates, which needs
+    ``'unsafe-eval'``), ``"script-url"`` (a ``javascript:`` URL).
     """
     held = 0
     if ctx.pending:
@@ -268,6 +277,9 @@ def advance(
         ctx = ctx._replace(pending="")
     total = len(text)
     while text:
+        if findings is not None:
+            before = ctx
+            rest = text
         if ctx.delim:
             ctx, text = _in_attribute(ctx, text, final)
         elif ctx.element and ctx.state not in _TAG_STATES:
@@ -281,7 +293,27 @@ def advance(
                 slots.append(max(start - held, 0))
         else:
             ctx, text = _HTML[ctx.state](ctx, text)
+        if findings is not None:
+            _find(before, ctx, rest, max(total - len(rest) - held, 0), findings)
     return ctx
+
+
+def _find(
+    before: Context, after: Context, text: str, at: int, findings: list[tuple[int, str, str]]
+) -> None:
+    """What a strict CSP forbids in the step from *before* to *after* over *text* (at *at*)."""
+    if before.state == S_TAG and after.state == S_AFTER_NAME and after.attr == K_JS:
+        stripped = text.lstrip(_SPACE + "/")
+        name = _ATTR_NAME.match(stripped)
+        if name is not None:
+            local = _lower(name.group()).rpartition(":")[2]
+            kind = "handler" if local.startswith("on") and "-" not in local else "framework"
+            findings.append((at + len(text) - len(stripped), kind, name.group()))
+    elif before.delim and before.attr == K_URL and before.sub != U_SCRIPT:
+        end = len(text) if after.delim else text.find(before.delim if before.delim != " " else ">")
+        inner = _url_part(before.sub, unescape(text[: max(end, 0)]))
+        if inner == U_SCRIPT:
+            findings.append((at, "script-url", ""))
 
 
 def _wants_nonce(tag: Context) -> bool:
