@@ -13,7 +13,7 @@ import tokenize
 from collections.abc import Collection, Iterator, Mapping
 from typing import IO, TYPE_CHECKING
 
-from ptl_wsgi.compiler import _preprocess, _split_lines
+from ptl_wsgi.compiler.source import preprocess, split_lines
 
 if TYPE_CHECKING:
     from babel.messages.extract import _ExtractionResult, _Keyword, _PyOptions
@@ -26,8 +26,8 @@ def python_view_text(source: str | bytes, filename: str = "<ptl>") -> str:
 
     Raises SyntaxError when bytes *source* cannot be decoded.
     """
-    lines = _split_lines(source, filename)
-    _preprocess(lines)  # a tokenizer error stops the blanking there; extractors cope
+    lines = split_lines(source, filename)
+    preprocess(lines)  # a tokenizer error stops the blanking there; extractors cope
     return "".join(lines)
 
 

@@ -33,14 +33,9 @@ import sys
 import tokenize
 from dataclasses import dataclass, field
 
-from ptl_wsgi.compiler import (
-    _char_col,
-    _opts_out,
-    _split_lines,
-    compile_ptl,
-    python_view,
-    template_scopes,
-)
+from ptl_wsgi.compiler import compile_ptl, python_view, template_scopes
+from ptl_wsgi.compiler.names import _opts_out
+from ptl_wsgi.compiler.source import char_col, split_lines
 from ptl_wsgi.convert import Problem
 
 __all__ = ["PyConversion", "to_python"]
@@ -227,7 +222,7 @@ class _Converter:
     # -- positions ---------------------------------------------------------------
 
     def pos(self, lineno: int, byte_col: int) -> Pos:
-        return lineno, _char_col(self.lines[lineno - 1], byte_col)
+        return lineno, char_col(self.lines[lineno - 1], byte_col)
 
     def start(self, node: ast.AST) -> Pos:
         return self.pos(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -458,7 +453,7 @@ def to_python(source: str | bytes, filename: str = "<ptl>") -> PyConversion:
     # The compiler's own errors, located, for invalid PTL.  (ignore: mypy, as Python 3.10,
     # flags code after a version check's exit, mypy#10773; unused when it checks as 3.12+.)
     compile_ptl(source, filename)  # type: ignore[unreachable, unused-ignore]
-    text = "".join(_split_lines(source, filename))
+    text = "".join(split_lines(source, filename))
     converter = _Converter(text, filename)
     converted = converter.run()
     return PyConversion(converted, sorted(set(converter.problems), key=lambda p: (p.line, p.col)))

@@ -60,17 +60,20 @@ def render_f(source: str, *args: Any) -> str:
 
 def compiled(source: str, name: str, **switches: bool) -> types.ModuleType:
     """*source* compiled and run as module *name*, with the compiler's test switches
-    (``_SPLIT_OUTPUT``, ``_FUSE_LOOPS``) set as given for the compile only."""
+    (``_SPLIT_OUTPUT``, ``_FUSE_LOOPS``: ``compiler.switches``) set as given for the
+    compile only."""
     from ptl_wsgi import compiler
+    from ptl_wsgi.compiler import switches as compiler_switches
 
-    before = {switch: getattr(compiler, switch) for switch in switches}
+    names = {switch: switch.lstrip("_") for switch in switches}
+    before = {switch: getattr(compiler_switches, names[switch]) for switch in switches}
     try:
         for switch, value in switches.items():
-            setattr(compiler, switch, value)
+            setattr(compiler_switches, names[switch], value)
         code = compiler.compile_ptl(source, f"<{name}>")
     finally:
         for switch, value in before.items():
-            setattr(compiler, switch, value)
+            setattr(compiler_switches, names[switch], value)
     module = types.ModuleType(name)
     exec(code, module.__dict__)
     return module

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ptl_wsgi import compiler
-from ptl_wsgi.compiler import compile_ptl, context_report, parse_ptl
+from ptl_wsgi.compiler import compile_ptl, context_report, parse_ptl, switches
 from ptl_wsgi.html import htmltext
 
 CASES = Path(__file__).parent / "ptl_cases"
@@ -29,11 +29,11 @@ EVIL = "</script><img src=x onerror=alert(1)>\"'`${x}\u2028"
 
 
 def load(source: str, split: bool = True) -> types.ModuleType:
-    before, compiler._SPLIT_OUTPUT = compiler._SPLIT_OUTPUT, split
+    before, switches.SPLIT_OUTPUT = switches.SPLIT_OUTPUT, split
     try:
         code = compile_ptl(textwrap.dedent(source), "ctx.ptl")
     finally:
-        compiler._SPLIT_OUTPUT = before
+        switches.SPLIT_OUTPUT = before
     module = types.ModuleType("ctx_test_module")
     exec(code, module.__dict__)
     return module

@@ -1,7 +1,7 @@
 """Fused output loops: a ``for`` loop that only outputs text and its own variable runs in C.
 
 Each template below is compiled twice, with loops fused (as shipped) and with
-``compiler._FUSE_LOOPS = False``; for any items, both give the same output, or
+``compiler.switches.FUSE_LOOPS = False``; for any items, both give the same output, or
 the same error, after the same calls to the items' own methods, in the same
 order.  The loops that must not be fused are checked to stay loops, and what a
 tracer sees of a fused loop is checked line by line.

@@ -2,7 +2,7 @@
 
 Each template below is compiled twice: as shipped, where output statements are
 taken apart into pieces and consecutive ones joined, and with the fast path off
-(``compiler._SPLIT_OUTPUT = False``), where each statement appends its value as
+(``compiler.switches.SPLIT_OUTPUT = False``), where each statement appends its value as
 one expression.  For any values, both give the same output, or the same error,
 after the same calls to the values' own methods, in the same order.
 """

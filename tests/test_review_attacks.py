@@ -29,10 +29,11 @@ def review(reason: str) -> pytest.MarkDecorator:
 
 # -- 1. a literal '%' the compiler cannot cut goes to the HTML-only formatter -------------
 #
-# The compiler cuts a literal's '%' format with _PERCENT_SPEC, which reads a key up to
-# its first ')' and a precision only with digits after the '.'; str's own '%' (and the
-# run-time cut, _htmltext_py._split_format) reads nested parentheses in a key
-# ('%(u())s') and an empty precision ('%.s', '%.d').  Where the compiler's cut fails,
+# The compiler reads a literal's '%' format with escaping.printf's scanner, as the run-time
+# cut (_htmltext_py._split_format) and str's own '%' do, but plans only the units
+# compiler.pieces._compiler_reads accepts: no parentheses in a key, digits after a '.';
+# str reads nested parentheses in a key ('%(u())s') and an empty precision ('%.s',
+# '%.d').  Where the compiler's reading fails,
 # visit_percent() leaves the format unplanned ("str's % raises for it") but str does not
 # raise, and visit_BinOp() still sends the literal to _ptl_html_mod (format_mod_html):
 # every value of that format is HTML-escaped only, wherever it lands.
