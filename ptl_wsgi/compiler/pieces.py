@@ -30,6 +30,7 @@ class _Text:
 
     text: str
     node: ast.expr
+    nonces: tuple[int, ...] = ()  # where the request's CSP nonce goes in text (offsets)
 
 
 @dataclass
@@ -102,7 +103,9 @@ def _merged_text(pieces: list[_Piece]) -> list[_Piece]:
     merged: list[_Piece] = []
     for piece in pieces:
         if isinstance(piece, _Text) and merged and isinstance(merged[-1], _Text):
-            merged[-1] = _Text(merged[-1].text + piece.text, merged[-1].node)
+            first = merged[-1]
+            shifted = tuple(len(first.text) + slot for slot in piece.nonces)
+            merged[-1] = _Text(first.text + piece.text, first.node, first.nonces + shifted)
         else:
             merged.append(piece)
     return merged
@@ -414,7 +417,7 @@ class _OutputPieces(_TemplateState):
             if isinstance(piece, _Text):
                 if piece.text:
                     literal = _located(ast.Constant(piece.text), piece.node)
-                    items.append(_name(self.hoist(literal), piece.node))
+                    items.append(self.nonced(_name(self.hoist(literal), piece.node), piece))
             else:
                 items.append(self.value_code(piece))
         last = last or node
@@ -435,6 +438,23 @@ class _OutputPieces(_TemplateState):
         if not self.guarded and switches.SPLIT_OUTPUT:
             statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement
+
+    def nonced(self, literal: ast.Name, piece: _Text) -> ast.expr:
+        """*literal*, or where its text takes the CSP nonce, the expression that inserts
+        the request's nonce there in a nonce scope (the literal itself outside one):
+        ``(lit if _ptl_nonce() is None else _ptl_nonced(lit, slots))``."""
+        if not piece.nonces:
+            return literal
+        node = piece.node
+        self.helpers.update(("_ptl_nonce", "_ptl_nonced"))
+        test = ast.Compare(
+            _call(_name("_ptl_nonce", node), [], node),
+            [ast.Is()],
+            [_located(ast.Constant(None), node)],
+        )
+        slots = _located(ast.Constant(piece.nonces), node)
+        insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
+        return _located(ast.IfExp(test, literal, insert), node)
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""

@@ -27,6 +27,7 @@ class _TemplateState(_ScopeWalker):
         contextual: bool = True,
         report: list[tuple[int, int, str, str | None]] | None = None,
         warnings: list[tuple[int, int, str]] | None = None,
+        csp: list[tuple[int, int, str, str]] | None = None,
     ) -> None:
         super().__init__(templates)
         self.filename = filename
@@ -45,6 +46,11 @@ class _TemplateState(_ScopeWalker):
         self.template: ast.AST | None = None  # the template being visited
         self.report = report  # (line, column, context, escaper) of each value, for `check`
         self.warnings = warnings  # (line, column, message), for `check`
+        # What a strict CSP forbids (line, column, kind, name), for `check --csp`; in a
+        # module or template that asks for the strict mode (compiler.csp), errors.
+        self.csp = csp
+        self.csp_strict = False  # in the template being visited
+        self.csp_module_strict = False
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # For those warnings: names bound in the template to markup built with "+" (or a
         # TemplateIO), and the context that markup ends in.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ptl_wsgi.compiler import switches
+from ptl_wsgi.compiler import csp, switches
 from ptl_wsgi.compiler.fusion import _LoopFusion, _name_uses, _output_items
 from ptl_wsgi.compiler.names import _EXTEND, _JOIN, _MARK, _OUT, _opts_out
 from ptl_wsgi.compiler.nodes import _call, _located, _name
@@ -57,12 +57,15 @@ class _Transformer(_LoopFusion):
     def visit_template_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         tracking = kind == "html" and self.contextual and not _opts_out(node.body)
         outer, self.template = self.template, node
+        outer_strict = self.csp_strict
+        self.csp_strict = tracking and (self.csp_module_strict or csp.asks_strict(node.body))
         try:
             with self.scope(kind, tracking):
                 node.body = self.visit_list(node.body)
                 self.check_end(self.ctx, node, node)
         finally:
             self.template = outer
+            self.csp_strict = outer_strict
         self.wrap_template(node, kind)
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
@@ -313,6 +316,9 @@ class _Transformer(_LoopFusion):
         return _located(ast.Call(_name(formatter, node), args, keywords), node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.kind == "html" and (self.csp is not None or self.csp_strict):
+            for key, name in csp.attrs_events(node):
+                self.csp_finding("attrs-event", name, key)
         func = node.func
         method = (
             func.attr
