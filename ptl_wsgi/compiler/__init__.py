@@ -86,6 +86,7 @@ __all__ = [
     "concatenation_warnings",
     "context_report",
     "csp_report",
+    "inline_scripts",
     "mark_html_template",
     "mark_plain_template",
     "parse_ptl",
@@ -174,6 +175,20 @@ def csp_report(source: str | bytes, filename: str = "<ptl>") -> list[tuple[int, 
     ]
 
 
+def inline_scripts(source: str | bytes, filename: str = "<ptl>") -> list[tuple[int, int, str]]:
+    """The inline scripts of the ``[html]`` templates in *source* whose text has no value:
+    line and column (characters from 1) of the literal that opens each, and its text,
+    for their CSP hashes (``ptl-wsgi csp-hashes``).  Raises SyntaxError as compiling does.
+    """
+    original = split_lines(source, filename)
+    found = csp.InlineScripts()
+    _on_fresh_stack(_parse_lines, original, filename, None, None, None, found)
+    return [
+        (spot.lineno, char_col(original[spot.lineno - 1], spot.col_offset) + 1, text)
+        for spot, text in found.found
+    ]
+
+
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
     """Compile PTL *source* to a module code object whose filename is *filename*.
 
@@ -199,6 +214,7 @@ def _parse_lines(
     report: list[tuple[int, int, str, str | None]] | None = None,
     warnings: list[tuple[int, int, str]] | None = None,
     csp_findings: list[tuple[int, int, str, str]] | None = None,
+    inline_scripts: csp.InlineScripts | None = None,
 ) -> tuple[ast.Module, int, Spot | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
@@ -242,6 +258,7 @@ def _parse_lines(
             csp=csp_findings,
         )
         transformer.csp_module_strict = csp.asks_strict(tree.body)
+        transformer.inline_scripts = inline_scripts
         transformer.reads_frames = _reads_frames(tree)
         tree = transformer.visit(tree)
         # Literals of statements joined with their neighbours may be unused now.

@@ -116,10 +116,14 @@ class _ContextualWalk(_OutputPieces):
         ctx = self.ctx if self.ctx is not None else TEXT  # unreachable code: any will do
         for piece in pieces:
             if isinstance(piece, _Text):
+                if self.inline_scripts is not None:
+                    self.inline_scripts.text(ctx, piece.text, piece.node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, piece.text, piece.node, slots)
                 piece.nonces = tuple(slots)
             else:
+                if self.inline_scripts is not None:
+                    self.inline_scripts.value()
                 piece.escaper = self.escaper_at(ctx, piece.node)
                 ctx = after_value(ctx)
         self.ctx = ctx
@@ -195,6 +199,8 @@ class _ContextualWalk(_OutputPieces):
         numbers = iter(numeric or [False] * holes)
         for part in parts:
             if part is None:
+                if self.inline_scripts is not None:
+                    self.inline_scripts.value()
                 ref = next(refs_left)
                 if next(numbers):
                     # A number is digits (a sign, a point): safe wherever a name may go
@@ -210,6 +216,8 @@ class _ContextualWalk(_OutputPieces):
                 escapers.append(self.escaper_at(ctx, ref))
                 ctx = after_value(ctx)
             else:
+                if self.inline_scripts is not None and own:
+                    self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
                 if slots and own:
@@ -275,6 +283,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_If(self, node: ast.If) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         node.test = self.visit(node.test)
         start = self.ctx
         node.body = self.visit_list(node.body)
@@ -291,6 +301,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         keyword = {ast.While: "while", ast.AsyncFor: "async for"}.get(type(node), "for")
         if isinstance(node, ast.While):
             node.test = self.visit(node.test)
@@ -334,6 +346,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_Match(self, node: ast.Match) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         node.subject = self.visit(node.subject)
         start = self.ctx
         ends = []

@@ -12,7 +12,10 @@ errors; and the hashes of static inline scripts, for ``ptl-wsgi csp-hashes``.
 from __future__ import annotations
 
 import ast
+import re
 
+from ptl_wsgi.compiler.source import Spot
+from ptl_wsgi.escaping.context import Context, advance
 from ptl_wsgi.escaping.rules import K_JS, attribute_kind
 
 #: A module (at its top level) or a template (among its first statements) that sets
@@ -99,3 +102,64 @@ def attrs_events(node: ast.Call) -> list[tuple[ast.expr, str]]:
             if attribute_kind(key.value) == K_JS:
                 found.append((key, key.value))
     return found
+
+
+# -- hashes of static inline scripts --------------------------------------------------------
+
+_TAG_STATES = ("tag", "after_name", "before_value")
+_SRC = re.compile(r"[\t\n\f\r /]src[\t\n\f\r ]*=", re.IGNORECASE)
+
+
+class InlineScripts:
+    """The inline scripts of an ``[html]`` template whose text is all literal, found by
+    following the escaping engine's context one character at a time (for a report:
+    ``ptl-wsgi csp-hashes``).  A value in a script's tag or body, or control flow
+    inside it, makes the script not static: it is dropped."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[Spot, str]] = []
+        self._tag: str | None = None  # a <script> start tag's text so far
+        self._body: list[str] | None = None  # a static script's text so far
+        self._spot: Spot | None = None
+        self._static = False
+
+    def text(self, ctx: Context, text: str, node: Spot) -> None:
+        """Follow literal *text* from *ctx* (where output was before it)."""
+        for char in text:
+            before = ctx
+            ctx = advance(ctx, char)
+            if self._body is not None:
+                if ctx.element != "script" or ctx.state in _TAG_STATES:
+                    self._close()
+                else:
+                    self._body.append(char)
+                continue
+            if ctx.element == "script" and before.element != "script":
+                self._tag, self._spot, self._static = "", node, True
+            if self._tag is None:
+                continue
+            if ctx.element == "script" and (ctx.state in _TAG_STATES or ctx.delim):
+                self._tag += char
+                continue
+            if ctx.element == "script" and ctx.kind in ("", "urls"):
+                # (after the ">" of its start tag: a script the browser runs)
+                if self._static and _SRC.search(self._tag) is None:
+                    self._body = []
+            self._tag = None
+
+    def value(self) -> None:
+        """A value is output here: the script it is in, if any, is not static."""
+        self._static = False
+        self._body = None
+
+    def interrupt(self) -> None:
+        """Control flow: whatever script is open is not known whole."""
+        self.value()
+        self._tag = None
+
+    def _close(self) -> None:
+        assert self._body is not None and self._spot is not None
+        body = "".join(self._body)
+        end = body.lower().rfind("</script")
+        self.found.append((self._spot, body[:end] if end >= 0 else body))
+        self._body = None

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ptl_wsgi.compiler.csp import InlineScripts
 from ptl_wsgi.compiler.nodes import _as_list, _target_name
 from ptl_wsgi.compiler.scopes import _ScopeWalker
 from ptl_wsgi.compiler.source import Spot, Templates, syntax_error
@@ -51,6 +52,7 @@ class _TemplateState(_ScopeWalker):
         self.csp = csp
         self.csp_strict = False  # in the template being visited
         self.csp_module_strict = False
+        self.inline_scripts: InlineScripts | None = None  # for `csp-hashes`
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # For those warnings: names bound in the template to markup built with "+" (or a
         # TemplateIO), and the context that markup ends in.

@@ -59,6 +59,8 @@ class _Transformer(_LoopFusion):
         outer, self.template = self.template, node
         outer_strict = self.csp_strict
         self.csp_strict = tracking and (self.csp_module_strict or csp.asks_strict(node.body))
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         try:
             with self.scope(kind, tracking):
                 node.body = self.visit_list(node.body)
