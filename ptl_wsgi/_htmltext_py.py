@@ -502,24 +502,28 @@ def format_mod(fmt: str, arg: Any, /) -> str:
     return _format_mod(fmt, arg, True)
 
 
-def format_mod_html(fmt: str, arg: Any, /) -> str:
+def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     """``fmt % arg`` with every conversion HTML-escaped, wherever it lands.
 
     For formats the compiler planned (their values are escaped already for
     where they land) and templates that opt out of contextual escaping.
+    *nonces*: where the CSP nonce goes in the format's literal texts (the
+    compiler's slots, one tuple per text), inserted in a nonce scope.
     """
-    return _format_mod(fmt, arg, False)
+    return _format_mod(fmt, arg, False, nonces)
 
 
-def _format_mod(fmt: str, arg: Any, contextual: bool) -> str:
+def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
     cut = _split_format(fmt)
     units, tail, simple, plan, _ = cut
     if not contextual:
         plan = None
     elif plan is _UNPLANNED:
         plan = _plan(cut)
-    if contextual and cut[4]:
-        units, tail = _nonced(units, tail, cut[4])
+    if contextual:
+        nonces = cut[4]
+    if nonces and len(nonces) == len(units) + 1:
+        units, tail = _nonced(units, tail, nonces)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.

@@ -366,8 +366,8 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
-    def format_mod_html(fmt: Any, arg: Any, /) -> Any:
-        return cls(mod(str(fmt), arg))
+    def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
+        return cls(mod(str(fmt), arg, nonces))
 
     def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
         return cls(fmt_args(str(fmt), *args, **kwargs))

@@ -277,3 +277,165 @@ def test_tstrings_in_a_scope_nonce_their_literal_tags() -> None:
         f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p><style nonce="{NONCE}">a{{}}</style>'
     )
     assert src and text  # (the names the t-string reads)
+
+
+# -- compiled templates ------------------------------------------------------------------
+
+PAGE_PTL = '''\
+def page [html] (src, title, text, color):
+    "<!doctype html><html><head>"
+    '<link rel="stylesheet" href="/site.css">'
+    '<link rel="icon" href="/favicon.svg">'
+    "<style>body { color: %s }</style>" % color
+    '<script src="%s"></script>' % src
+    f"<title>{title}</title></head><body>"
+    "<script>"
+    "window.ran = true;"
+    "</script>"
+    '<p title="%s">%s</p>' % (title, text)
+    '<script nonce="own">1</script>'
+    "</body></html>"
+
+def loop [html] (items):
+    for item in items:
+        '<script src="%s"></script>' % item
+
+def branches [html] (flag):
+    if flag:
+        '<script data-x="1"'
+    else:
+        '<script nonce="own"'
+    ">1</script>"
+
+def svg [html] ():
+    "<svg><script>1</script><style>a{}</style></svg>"
+'''
+
+SPLIT_OFF = {"_SPLIT_OUTPUT": False}
+
+
+@pytest.fixture(scope="module", params=[{}, SPLIT_OFF], ids=["split", "whole"])
+def pages(request: pytest.FixtureRequest) -> Any:
+    from ptl_helpers import compiled
+
+    return compiled(PAGE_PTL, "csp_pages", **request.param)
+
+
+PAGE_ARGS = ("/app.js", "T", "x", "red")
+
+
+def test_compiled_output_outside_a_scope_is_unchanged(pages: Any) -> None:
+    assert str(pages.page(*PAGE_ARGS)) == (
+        '<!doctype html><html><head><link rel="stylesheet" href="/site.css">'
+        '<link rel="icon" href="/favicon.svg"><style>body { color: red }</style>'
+        '<script src="/app.js"></script><title>T</title></head><body>'
+        '<script>window.ran = true;</script><p title="T">x</p>'
+        '<script nonce="own">1</script></body></html>'
+    )
+    assert str(pages.loop(["/a.js"])) == '<script src="/a.js"></script>'
+    assert str(pages.branches(True)) == '<script data-x="1">1</script>'
+
+
+def test_compiled_templates_nonce_every_literal_script_and_style(pages: Any) -> None:
+    with nonce_scope(NONCE):
+        out = str(pages.page(*PAGE_ARGS))
+    assert nonces(out) == [
+        ("html", None), ("head", None), ("link", NONCE), ("link", None), ("style", NONCE),
+        ("script", NONCE), ("title", None), ("body", None), ("script", NONCE), ("p", None),
+        ("script", "own"),
+    ]  # fmt: skip
+    assert out.count(NONCE) == 4
+
+
+def test_loops_branches_and_svg(pages: Any) -> None:
+    with nonce_scope(NONCE):
+        assert str(pages.loop(["/a.js", "/b.js"])) == (
+            f'<script src="/a.js" nonce="{NONCE}"></script><script src="/b.js" nonce="{NONCE}"></script>'
+        )
+        assert str(pages.branches(True)) == f'<script data-x="1" nonce="{NONCE}">1</script>'
+        # (the literal's own nonce comes first: browsers keep the first)
+        assert nonces(pages.branches(False)) == [("script", "own")]
+        assert str(pages.svg()) == f'<svg><script nonce="{NONCE}">1</script><style nonce="{NONCE}">a{{}}</style></svg>'
+
+
+def test_the_nonce_is_not_in_the_compiled_code() -> None:
+    """Compiled code (and so the bytecode cache) holds slots, never a nonce."""
+    import marshal
+
+    from ptl_wsgi.compiler import compile_ptl
+
+    with nonce_scope("NonceInCode1"):
+        code = compile_ptl(PAGE_PTL, "<page>")
+    assert b"NonceInCode1" not in marshal.dumps(code)
+
+
+def test_streamed_and_later_renders_take_their_own_requests_nonce(pages: Any) -> None:
+    with nonce_scope("first"):
+        first = str(pages.svg())
+    with nonce_scope("second"):
+        second = str(pages.svg())
+    assert "first" in first and "second" in second and "first" not in second
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> None:
+    from ptl_helpers import render_f
+
+    source = '''
+        def f [html] (v):
+            "<p>%s</p>" % v
+            '<p title="%s">x</p>' % v
+            f"<input value={v}>"
+            '<script src="/a.js?q=%s"></script>' % v
+            "<textarea>%s</textarea>" % v
+            "<style>p { content: '%s' }</style>" % v
+            v
+    '''
+    with nonce_scope(NONCE):
+        out = render_f(source, value)
+    assert out.count(NONCE) == 2  # the literal <script> and <style>
+    assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script", "style"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f [html] (v):\n    "<%s>1</script>" % v\n',
+        'def f [html] (v):\n    f"<{v} src=/x.js></script>"\n',
+        'def f [html] (v):\n    "<scr" + v\n',
+    ],
+)
+def test_a_tag_spelled_by_a_value_is_refused_or_text(source: str) -> None:
+    from ptl_helpers import render_f
+
+    try:
+        with nonce_scope(NONCE):
+            out = render_f(source, "script")
+    except SyntaxError:
+        return  # refused at compile time
+    assert NONCE not in out and "<script" not in out
+
+
+def test_strict_mode_makes_what_a_strict_policy_blocks_a_compile_error() -> None:
+    from ptl_helpers import compiled
+
+    with pytest.raises(SyntaxError, match="inline event handler onclick") as info:
+        compiled(
+            "__ptl_csp_strict__ = True\n\ndef f [html] ():\n    '<b onclick=\"go()\">x</b>'\n",
+            "strict_module",
+        )
+    assert (info.value.lineno, info.value.offset) == (4, 9)
+    with pytest.raises(SyntaxError, match="javascript: URL"):
+        compiled(
+            "def f [html] ():\n    __ptl_csp_strict__ = True\n    '<a href=\"javascript:go()\">x</a>'\n",
+            "strict_template",
+        )
+    # elsewhere, the same markup compiles as before
+    lax = compiled("def f [html] ():\n    '<b onclick=\"go()\">x</b>'\n", "lax")
+    assert str(lax.f()) == '<b onclick="go()">x</b>'
+    # a warning (a value for a script's src) is not an error in the strict mode
+    ok = compiled(
+        "__ptl_csp_strict__ = True\n\ndef f [html] (u):\n    '<script src=\"%s\"></script>' % u\n",
+        "strict_ok",
+    )
+    assert str(ok.f("/a.js")) == '<script src="/a.js"></script>'

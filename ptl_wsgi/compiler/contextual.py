@@ -195,6 +195,8 @@ class _ContextualWalk(_OutputPieces):
         own = node is self.output_value
         ctx = (self.ctx if self.ctx is not None else TEXT) if own else TEXT
         escapers: list[str | None] = []
+        nonces: list[tuple[int, ...]] = []  # per literal part, where the CSP nonce goes
+        missing = ""  # the first tag that takes one
         refs_left = iter(refs)
         numbers = iter(numeric or [False] * holes)
         for part in parts:
@@ -220,11 +222,16 @@ class _ContextualWalk(_OutputPieces):
                     self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
-                if slots and own:
-                    # Formatted as a whole at run time: no literal piece to insert into.
-                    self.csp_finding("no-nonce", _tag_at(part, slots[0]), node)
+                if own:
+                    # Formatted whole at run time: visit_Constant and visit_BinOp pass these
+                    # on, visit_format cannot (see there).
+                    nonces.append(tuple(slots))
+                    if slots and not missing:
+                        missing = _tag_at(part, slots[0])
         if own:
             self.ctx, self.output_value = ctx, None
+            self.fragment_nonces = tuple(nonces) if missing else ()
+            self.fragment_tag = missing
         return escapers
 
     def merge(
@@ -602,7 +609,11 @@ class _ContextualWalk(_OutputPieces):
             if field is not None:
                 parts.append(None)
         parts.append("")
+        own = node is self.output_value
         escapers = self.fragment(node, parts, [node] * parts.count(None))
+        if own and self.fragment_nonces:
+            # str.format's text is not cut here as the twin cuts it: no nonce goes in.
+            self.csp_finding("no-nonce", self.fragment_tag, node)
         self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node

@@ -52,6 +52,10 @@ class _TemplateState(_ScopeWalker):
         self.csp = csp
         self.csp_strict = False  # in the template being visited
         self.csp_module_strict = False
+        # Where the CSP nonce goes in the literal parts of the last output value formatted
+        # whole (empty: nowhere), and the first tag that takes it.
+        self.fragment_nonces: tuple[tuple[int, ...], ...] = ()
+        self.fragment_tag = ""
         self.inline_scripts: InlineScripts | None = None  # for `csp-hashes`
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # For those warnings: names bound in the template to markup built with "+" (or a

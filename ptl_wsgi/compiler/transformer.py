@@ -234,6 +234,9 @@ class _Transformer(_LoopFusion):
             return node
         if node is self.output_value:
             self.fragment(node, [node.value], [])
+            # A literal output whole: the nonce goes in it as in a piece of text.
+            text = _Text(node.value, node, (self.fragment_nonces or ((),))[0])
+            return self.nonced(_name(self.hoist(node), node), text)
         return _name(self.hoist(node), node)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
@@ -305,10 +308,20 @@ class _Transformer(_LoopFusion):
             and isinstance(left.value, str)
             and _percent_holes(left.value) is not None
         )
+        own = node is self.output_value
+        self.fragment_nonces = ()
         visited = self.visit_percent(node)
+        nonces, self.fragment_nonces = self.fragment_nonces if own else (), ()
         if not literal or (self.tracking and not readable):
+            if nonces:
+                # (htmltext's % plans it at run time, from text, and puts the nonce in)
+                self.csp_finding("no-nonce", self.fragment_tag, node)
             return visited
-        return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
+        args = [node.left, node.right]
+        if nonces:
+            # The nonce goes in at these slots of the format's texts, per render.
+            args.append(_located(ast.Constant(nonces), node))
+        return self.formatted("_ptl_html_mod", args, [], node)
 
     def formatted(
         self, formatter: str, args: list[ast.expr], keywords: list[ast.keyword], node: ast.expr
