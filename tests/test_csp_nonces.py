@@ -79,10 +79,16 @@ def slotted(*texts: str) -> str:
         (('<link rel="stylesheet" href="/a.css">',), '<link rel="stylesheet" href="/a.css"|>'),
         (('<link href="/a.css" rel=stylesheet />',), '<link href="/a.css" rel=stylesheet| />'),
         (("<link rel=modulepreload href=/m.js>",), "<link rel=modulepreload href=/m.js|>"),
-        (("<LINK REL='Preload' as=style href=/a.css>",), "<LINK REL='Preload' as=style href=/a.css|>"),
+        (
+            ("<LINK REL='Preload' as=style href=/a.css>",),
+            "<LINK REL='Preload' as=style href=/a.css|>",
+        ),
         (("<SCRIPT>1</SCRIPT>",), "<SCRIPT|>1</SCRIPT>"),
         (("<script src=/x.js/>",), "<script src=/x.js/|>"),  # the "/" is the value's
-        (("<svg><script>1</script><style>a{}</style></svg>",), "<svg><script|>1</script><style|>a{}</style></svg>"),
+        (
+            ("<svg><script>1</script><style>a{}</style></svg>",),
+            "<svg><script|>1</script><style|>a{}</style></svg>",
+        ),
         # a nonce written in the literal is kept, and none added
         (('<script nonce="abc">1</script>',), '<script nonce="abc">1</script>'),
         (("<style NONCE=x>p{}</style>",), "<style NONCE=x>p{}</style>"),
@@ -99,7 +105,9 @@ def slotted(*texts: str) -> str:
         (('<link rel="stylesheet" href="', '">'), '<link rel="stylesheet" href="{}"|>'),
     ],
 )
-def test_the_engine_finds_each_tag_that_takes_the_nonce(parts: tuple[str, ...], expected: str | None) -> None:
+def test_the_engine_finds_each_tag_that_takes_the_nonce(
+    parts: tuple[str, ...], expected: str | None
+) -> None:
     assert slotted(*parts) == ("{}".join(parts) if expected is None else expected)
 
 
@@ -107,14 +115,17 @@ def test_a_link_whose_rel_a_value_gives_takes_no_nonce() -> None:
     # A value may not decide that a tag gets the nonce.
     assert slotted('<link rel="', '" href="/a.css">') == '<link rel="{}" href="/a.css">'
     assert slotted('<link rel="style', '" href="/a.css">') == '<link rel="style{}" href="/a.css">'
-    assert slotted("<link", ' rel="stylesheet" href="/a.css">') == '<link{} rel="stylesheet" href="/a.css">'
+    assert (
+        slotted("<link", ' rel="stylesheet" href="/a.css">')
+        == '<link{} rel="stylesheet" href="/a.css">'
+    )
 
 
 # -- run-time formatting, both twins -----------------------------------------------------
 
 PAGE = (
     '<script src="%s"></script><p title="%s">%s</p>'
-    "<style>p { color: %s }</style><link rel=stylesheet href=\"%s\">"
+    '<style>p { color: %s }</style><link rel=stylesheet href="%s">'
 )
 ARGS = ("/app.js", "t", "x", "red", "/a.css")
 
@@ -269,19 +280,23 @@ def test_tstrings_in_a_scope_nonce_their_literal_tags() -> None:
     from ptl_wsgi.html import htmlformat
 
     src, text = "/a.js", "<script>"
-    template: Any = eval('t\'<script src="{src}"></script><p>{text}</p><style>a{{}}</style>\'')
-    assert str(htmlformat(template)) == '<script src="/a.js"></script><p>&lt;script&gt;</p><style>a{}</style>'
+    template: Any = eval("t'<script src=\"{src}\"></script><p>{text}</p><style>a{{}}</style>'")
+    assert (
+        str(htmlformat(template))
+        == '<script src="/a.js"></script><p>&lt;script&gt;</p><style>a{}</style>'
+    )
     with nonce_scope(NONCE):
         out = str(htmlformat(template))
     assert out == (
-        f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p><style nonce="{NONCE}">a{{}}</style>'
+        f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p>'
+        f'<style nonce="{NONCE}">a{{}}</style>'
     )
     assert src and text  # (the names the t-string reads)
 
 
 # -- compiled templates ------------------------------------------------------------------
 
-PAGE_PTL = '''\
+PAGE_PTL = """\
 def page [html] (src, title, text, color):
     "<!doctype html><html><head>"
     '<link rel="stylesheet" href="/site.css">'
@@ -309,7 +324,7 @@ def branches [html] (flag):
 
 def svg [html] ():
     "<svg><script>1</script><style>a{}</style></svg>"
-'''
+"""
 
 SPLIT_OFF = {"_SPLIT_OUTPUT": False}
 
@@ -350,12 +365,16 @@ def test_compiled_templates_nonce_every_literal_script_and_style(pages: Any) -> 
 def test_loops_branches_and_svg(pages: Any) -> None:
     with nonce_scope(NONCE):
         assert str(pages.loop(["/a.js", "/b.js"])) == (
-            f'<script src="/a.js" nonce="{NONCE}"></script><script src="/b.js" nonce="{NONCE}"></script>'
+            f'<script src="/a.js" nonce="{NONCE}"></script>'
+            f'<script src="/b.js" nonce="{NONCE}"></script>'
         )
         assert str(pages.branches(True)) == f'<script data-x="1" nonce="{NONCE}">1</script>'
         # (the literal's own nonce comes first: browsers keep the first)
         assert nonces(pages.branches(False)) == [("script", "own")]
-        assert str(pages.svg()) == f'<svg><script nonce="{NONCE}">1</script><style nonce="{NONCE}">a{{}}</style></svg>'
+        assert (
+            str(pages.svg())
+            == f'<svg><script nonce="{NONCE}">1</script><style nonce="{NONCE}">a{{}}</style></svg>'
+        )
 
 
 def test_the_nonce_is_not_in_the_compiled_code() -> None:
@@ -381,7 +400,7 @@ def test_streamed_and_later_renders_take_their_own_requests_nonce(pages: Any) ->
 def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> None:
     from ptl_helpers import render_f
 
-    source = '''
+    source = """
         def f [html] (v):
             "<p>%s</p>" % v
             '<p title="%s">x</p>' % v
@@ -390,7 +409,7 @@ def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> N
             "<textarea>%s</textarea>" % v
             "<style>p { content: '%s' }</style>" % v
             v
-    '''
+    """
     with nonce_scope(NONCE):
         out = render_f(source, value)
     assert out.count(NONCE) == 2  # the literal <script> and <style>
@@ -427,7 +446,8 @@ def test_strict_mode_makes_what_a_strict_policy_blocks_a_compile_error() -> None
     assert (info.value.lineno, info.value.offset) == (4, 9)
     with pytest.raises(SyntaxError, match="javascript: URL"):
         compiled(
-            "def f [html] ():\n    __ptl_csp_strict__ = True\n    '<a href=\"javascript:go()\">x</a>'\n",
+            "def f [html] ():\n    __ptl_csp_strict__ = True\n"
+            "    '<a href=\"javascript:go()\">x</a>'\n",
             "strict_template",
         )
     # elsewhere, the same markup compiles as before
