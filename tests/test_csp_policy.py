@@ -225,3 +225,14 @@ def test_the_commands_as_users_run_them(tmp_path: Path) -> None:
     broken.write_text("def f [html] (:\n", encoding="utf-8")
     failed = run_cli("csp-hashes", "broken.ptl", cwd=tmp_path)
     assert failed.returncode == 1 and failed.stderr.startswith("broken.ptl:1:")
+
+
+def test_the_cgi_gateway_passes_the_requests_nonce_and_no_client_can() -> None:
+    from ptl_wsgi.cgiapp import NONCE_VARIABLE, CGIGateway
+    from ptl_wsgi.csp import CSP_NONCE_KEY
+
+    gateway = CGIGateway("/nonexistent.cgi")
+    environ = {"REQUEST_METHOD": "GET", CSP_NONCE_KEY: "n0nce123"}
+    assert gateway.cgi_environ(environ)[NONCE_VARIABLE] == "n0nce123"
+    forged = gateway.cgi_environ({"REQUEST_METHOD": "GET", "HTTP_PTL_WSGI_CSP_NONCE": "x"})
+    assert NONCE_VARIABLE not in forged
