@@ -19,6 +19,9 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
+from ptl_wsgi.escaping.nonce import attribute as _nonce_attribute
+from ptl_wsgi.escaping.nonce import inserted as _inserted
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -361,9 +364,7 @@ def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
 def _nonced(units: tuple[_Unit, ...], tail: str, nonces: Any) -> tuple[tuple[_Unit, ...], str]:
     """*units* and *tail* with the current CSP nonce at their slots (as they are
     outside a nonce scope): made per render, the cut itself keeps no nonce."""
-    from ptl_wsgi.escaping.nonce import attribute, inserted
-
-    attr = attribute()
+    attr = _nonce_attribute()
     if not attr:
         return units, tail
     nonced = []
@@ -372,10 +373,10 @@ def _nonced(units: tuple[_Unit, ...], tail: str, nonces: Any) -> tuple[tuple[_Un
             copy = object.__new__(type(unit))
             for name in type(unit).__slots__:
                 setattr(copy, name, getattr(unit, name))
-            copy.literal = inserted(unit.literal, slots, attr)
+            copy.literal = _inserted(unit.literal, slots, attr)
             unit = copy
         nonced.append(unit)
-    return tuple(nonced), inserted(tail, nonces[-1], attr)
+    return tuple(nonced), _inserted(tail, nonces[-1], attr)
 
 
 _stand_in_types: dict[tuple[str, str, str, type], type] = {}
@@ -522,7 +523,7 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
         plan = _plan(cut)
     if contextual:
         nonces = cut[4]
-    if nonces and len(nonces) == len(units) + 1:
+    if nonces and _nonce_used[0] and len(nonces) == len(units) + 1:
         units, tail = _nonced(units, tail, nonces)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
@@ -750,9 +751,7 @@ def _nonce_field(fmt: str) -> tuple[str, Any] | None:
     rewritten = _rewrite_nonced(fmt)
     if rewritten is None:
         return None
-    from ptl_wsgi.escaping.nonce import attribute
-
-    attr = attribute()
+    attr = _nonce_attribute()
     return (rewritten, _FieldProxy(attr, _PLAIN)) if attr else None
 
 
@@ -930,7 +929,7 @@ class HtmlTextBase(str):
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
         proxies = {k: _FieldProxy(v) for k, v in kwargs.items()}
-        nonced = _nonce_field(source) if "<" in source else None
+        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
         if nonced is not None:
             fmt, proxies[_NONCE_FIELD] = nonced
         return _new_str(type(self), str.format(fmt, *[_FieldProxy(a) for a in args], **proxies))
@@ -941,7 +940,7 @@ class HtmlTextBase(str):
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)
         proxy = _MappingProxy(mapping)
-        nonced = _nonce_field(source) if "<" in source else None
+        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
         if nonced is not None:
             fmt, nonce = nonced
             proxy = _NoncedMappingProxy(mapping, nonce)

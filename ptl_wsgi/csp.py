@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi._iterate import in_context, setting
-from ptl_wsgi.escaping.nonce import CURRENT
+from ptl_wsgi.escaping.nonce import CURRENT, USED, enter
 from ptl_wsgi.escaping.nonce import check as check_nonce
 
 __all__ = [
@@ -79,7 +79,7 @@ def new_nonce() -> str:
     which also forgets the nonce afterwards.
     """
     nonce = _fresh()
-    _nonce.set(nonce)
+    enter(nonce)
     return nonce
 
 
@@ -107,7 +107,7 @@ def nonce_scope(nonce: str | None = None) -> Iterator[str]:
     its scope, e.g. around each step of a streamed response body.
     """
     nonce = _fresh() if nonce is None else check_nonce(nonce)
-    token = _nonce.set(nonce)
+    token = enter(nonce)
     try:
         yield nonce
     finally:
@@ -123,6 +123,7 @@ def in_nonce_scope(
     perhaps in another context).  Lists and the server's file wrapper are
     returned as they are (see :func:`ptl_wsgi._iterate.in_context`).
     """
+    USED[0] = True
     return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)
 
 
@@ -354,7 +355,7 @@ class RequestNonce:
 
     def open(self) -> str:
         """Make the nonce current (in this context) until :meth:`close`; returns it."""
-        self._token = _nonce.set(self.nonce)
+        self._token = enter(self.nonce)
         return self.nonce
 
     def close(self) -> None:

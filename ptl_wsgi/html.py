@@ -13,6 +13,8 @@ import os
 from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
+from ptl_wsgi.escaping.nonce import CURRENT as _nonce
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.rules import is_markup, is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -303,9 +305,7 @@ def htmlformat(template: Any, /) -> Any:
 
 
 def _in_nonce_scope() -> bool:
-    from ptl_wsgi.escaping.nonce import CURRENT
-
-    return CURRENT.get() is not None
+    return _nonce_used[0] and _nonce.get() is not None
 
 
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.

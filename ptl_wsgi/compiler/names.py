@@ -31,7 +31,7 @@ _CONTEXT_HELPERS = (
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
     # A literal's CSP nonce: the nonce scope's (None outside one), inserted at slots.
-    ("nonce", "_ptl_nonce"),
+    ("nonce_used", "_ptl_nonce_used"),
     ("nonced", "_ptl_nonced"),
 )
 # htmltext's %, format() and format_map() escape each value for where it lands in the

@@ -442,19 +442,18 @@ class _OutputPieces(_TemplateState):
     def nonced(self, literal: ast.Name, piece: _Text) -> ast.expr:
         """*literal*, or where its text takes the CSP nonce, the expression that inserts
         the request's nonce there in a nonce scope (the literal itself outside one):
-        ``(lit if _ptl_nonce() is None else _ptl_nonced(lit, slots))``."""
+        ``(_ptl_nonced(lit, slots) if _ptl_nonce_used[0] else lit)``: until a process
+        enters a nonce scope (CSP off), a list lookup."""
         if not piece.nonces:
             return literal
         node = piece.node
-        self.helpers.update(("_ptl_nonce", "_ptl_nonced"))
-        test = ast.Compare(
-            _call(_name("_ptl_nonce", node), [], node),
-            [ast.Is()],
-            [_located(ast.Constant(None), node)],
+        self.helpers.update(("_ptl_nonce_used", "_ptl_nonced"))
+        test = ast.Subscript(
+            _name("_ptl_nonce_used", node), _located(ast.Constant(0), node), ast.Load()
         )
         slots = _located(ast.Constant(piece.nonces), node)
         insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
-        return _located(ast.IfExp(test, literal, insert), node)
+        return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""

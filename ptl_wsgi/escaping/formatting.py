@@ -172,9 +172,9 @@ def escaper(name: str) -> Escaper:
 
 
 def _nonce_current() -> bool:
-    from ptl_wsgi.escaping.nonce import CURRENT
+    from ptl_wsgi.escaping.nonce import CURRENT, USED
 
-    return CURRENT.get() is not None
+    return USED[0] and CURRENT.get() is not None
 
 
 # -- t-strings ----------------------------------------------------------------------------

@@ -16,25 +16,37 @@ templates and the twins' run-time formatting (layer 1) read it; ``csp`` sets it.
 from __future__ import annotations
 
 import contextvars
-import re
 
-__all__ = ["CURRENT", "attribute", "check", "inserted"]
+__all__ = ["CURRENT", "USED", "attribute", "check", "enter", "inserted"]
 
 #: The nonce of the request being rendered, or None outside a nonce scope.
 CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "ptl_wsgi_csp_nonce", default=None
 )
 
+#: ``USED[0]``: whether a nonce was ever made current in this process.  Until one is
+#: (CSP off), a render does not look for one: a literal that could take the nonce
+#: costs a list lookup, not a context variable's (compiled templates test it).
+USED = [False]
+
+
+def enter(nonce: str) -> contextvars.Token[str | None]:
+    """Make *nonce* current (checked by the caller, :mod:`ptl_wsgi.csp`); its token."""
+    USED[0] = True
+    return CURRENT.set(nonce)
+
+
 # CSP's base64-value (base64 or base64url, padding at the end): every character is
 # safe in a double-quoted attribute value and in the header, so the nonce is written
 # as it is, with no escaping that the header's copy would not have.
-_NONCE = re.compile(r"[A-Za-z0-9+/_-]+={0,2}\Z")
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 
 
 def check(nonce: str) -> str:
     """*nonce*, if CSP's grammar allows it (``[A-Za-z0-9+/_-]+`` and ``=`` padding);
     ValueError otherwise: a nonce is written into pages and headers as it is."""
-    if type(nonce) is not str or _NONCE.match(nonce) is None:
+    body = nonce.rstrip("=") if type(nonce) is str else ""
+    if not body or len(nonce) - len(body) > 2 or not _BASE64.issuperset(body):
         raise ValueError(f"invalid CSP nonce {nonce!r}: use base64 characters only")
     return nonce
 
