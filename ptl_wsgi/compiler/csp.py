@@ -96,7 +96,7 @@ def attrs_events(node: ast.Call) -> list[tuple[ast.expr, str]]:
     name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
     if name != "attrs" or not node.args or not isinstance(node.args[0], ast.Dict):
         return []
-    found = []
+    found: list[tuple[ast.expr, str]] = []
     for key in node.args[0].keys:
         if isinstance(key, ast.Constant) and type(key.value) is str:
             if attribute_kind(key.value) == K_JS:

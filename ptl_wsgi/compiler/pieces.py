@@ -11,6 +11,7 @@ from __future__ import annotations
 import _string
 import ast
 from dataclasses import dataclass
+from typing import Any, cast
 
 from ptl_wsgi.compiler import switches
 from ptl_wsgi.compiler.names import _ESCAPER, _EXTEND, _OUT, _layerless
@@ -451,7 +452,7 @@ class _OutputPieces(_TemplateState):
         test = ast.Subscript(
             _name("_ptl_nonce_used", node), _located(ast.Constant(0), node), ast.Load()
         )
-        slots = _located(ast.Constant(piece.nonces), node)
+        slots = _located(ast.Constant(cast(Any, piece.nonces)), node)  # (a tuple constant)
         insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
         return _located(ast.IfExp(_located(test, node), insert, literal), node)
 

@@ -77,6 +77,11 @@ class _TemplateState(_ScopeWalker):
         # exception may be caught and the output go on from there.
         self.catchers: list[tuple[Context, str, int]] = []
 
+    def taken_nonces(self) -> tuple[tuple[int, ...], ...]:
+        """The nonce slots of the last output value formatted whole, forgotten here."""
+        nonces, self.fragment_nonces = self.fragment_nonces, ()
+        return nonces
+
     def error(self, message: str, node: Spot) -> SyntaxError:
         return syntax_error(message, self.filename, self.lines, node)
 

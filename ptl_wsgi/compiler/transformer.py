@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any, cast
 
 from ptl_wsgi.compiler import csp, switches
 from ptl_wsgi.compiler.fusion import _LoopFusion, _name_uses, _output_items
@@ -309,9 +310,9 @@ class _Transformer(_LoopFusion):
             and _percent_holes(left.value) is not None
         )
         own = node is self.output_value
-        self.fragment_nonces = ()
+        self.taken_nonces()
         visited = self.visit_percent(node)
-        nonces, self.fragment_nonces = self.fragment_nonces if own else (), ()
+        nonces = self.taken_nonces() if own else ()
         if not literal or (self.tracking and not readable):
             if nonces:
                 # (htmltext's % plans it at run time, from text, and puts the nonce in)
@@ -320,7 +321,7 @@ class _Transformer(_LoopFusion):
         args = [node.left, node.right]
         if nonces:
             # The nonce goes in at these slots of the format's texts, per render.
-            args.append(_located(ast.Constant(nonces), node))
+            args.append(_located(ast.Constant(cast(Any, nonces)), node))
         return self.formatted("_ptl_html_mod", args, [], node)
 
     def formatted(
