@@ -459,3 +459,39 @@ def test_strict_mode_makes_what_a_strict_policy_blocks_a_compile_error() -> None
         "strict_ok",
     )
     assert str(ok.f("/a.js")) == '<script src="/a.js"></script>'
+
+
+class _Interpolation:
+    """Stands in for string.templatelib.Interpolation (before Python 3.14)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value, self.expression, self.conversion, self.format_spec = value, "", None, ""
+
+
+class Template:
+    """Stands in for string.templatelib.Template: what the planner reads of one."""
+
+    def __init__(self, *parts: Any) -> None:
+        self.strings = tuple(part for part in parts if isinstance(part, str))
+        self.interpolations = tuple(part for part in parts if not isinstance(part, str))
+
+
+Template.__module__ = "string.templatelib"
+
+
+def test_template_planning_nonces_the_literal_parts_on_any_python() -> None:
+    from ptl_wsgi.html import htmlformat
+
+    template = Template(
+        '<script src="', _Interpolation("/a.js"), '"></script><p>', _Interpolation("<script>"),
+        "</p><style>a{}</style>",
+    )  # fmt: skip
+    assert str(htmlformat(template)) == (
+        '<script src="/a.js"></script><p>&lt;script&gt;</p><style>a{}</style>'
+    )
+    with nonce_scope(NONCE):
+        out = str(htmlformat(template))
+    assert out == (
+        f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p>'
+        f'<style nonce="{NONCE}">a{{}}</style>'
+    )
