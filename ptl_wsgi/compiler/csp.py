@@ -59,8 +59,9 @@ KINDS: dict[str, tuple[bool, str]] = {
     ),
     "tag-value": (
         False,
-        "attributes of a <{name}> given by a value: the tag gets the nonce whatever they "
-        "say (a src, a type); write them in the literal",
+        "attributes of a <{name}> given by a value: a <script> or <style> gets the nonce "
+        "whatever they say (a src, a type), a <link> none (its rel is not known); write "
+        "them in the literal",
     ),
 }
 
