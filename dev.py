@@ -223,7 +223,7 @@ def main(argv: list[str]) -> None:
         )
     elif task == "coverage":
         # Separate from "test": tracing costs time.  [tool.coverage.run] in pyproject.toml
-        # enables the ptl_wsgi.coverage plugin, so the sites' .ptl templates are reported.
+        # enables the ptl_wsgi.tools.coverage plugin, so the sites' .ptl templates are reported.
         python = ensure_venv()
         tests = args or sorted(glob.glob("tests/test_example_*.py"))
         # The Django site's tests run it in child processes (its test runner, runserver),

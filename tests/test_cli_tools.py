@@ -19,7 +19,7 @@ from ptl_helpers import REPO, subprocess_env, write_files
 
 from ptl_wsgi.cli import build_parser
 from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.convert import _H_OUTSIDE, convert_source
+from ptl_wsgi.tools.from_quixote import _H_OUTSIDE, convert_source
 
 
 def run(*args: str | Path, cwd: Path | None = None, stdin: str | None = None):

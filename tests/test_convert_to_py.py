@@ -62,7 +62,7 @@ def imported(source: str, path: Path) -> types.ModuleType:
 
 
 def convert(source: str | bytes, filename: str = "t.ptl") -> str:
-    from ptl_wsgi.to_py import to_python
+    from ptl_wsgi.tools.to_py import to_python
 
     result = to_python(source, filename)
     assert result.problems == []
@@ -123,7 +123,7 @@ def test_conformance_cases_with_the_pure_python_twin(tmp_path: Path) -> None:
     script = (
         "import sys, types, importlib.util, ptl_wsgi\n"
         "from ptl_wsgi import compile_ptl\n"
-        "from ptl_wsgi.to_py import to_python\n"
+        "from ptl_wsgi.tools.to_py import to_python\n"
         "assert ptl_wsgi.IMPLEMENTATION == 'python'\n"
         "for path, out in zip(sys.argv[1::2], sys.argv[2::2]):\n"
         "    open(out, 'w').write(to_python(open(path, 'rb').read(), path).source)\n"
@@ -364,7 +364,7 @@ def test_async_template(tmp_path: Path) -> None:
 @needs_312
 def test_quixote_templates_are_reported_not_left_as_functions(tmp_path: Path) -> None:
     """A decorator-style module compiles as PTL, but its templates would silently be none."""
-    from ptl_wsgi.to_py import to_python
+    from ptl_wsgi.tools.to_py import to_python
 
     source = (
         "from quixote.ptl import ptl_html\n\n"
@@ -409,7 +409,7 @@ def test_o_goes_with_to_py(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the refusal of older Pythons")
 def test_conversion_needs_python_312(tmp_path: Path) -> None:
-    from ptl_wsgi.to_py import to_python
+    from ptl_wsgi.tools.to_py import to_python
 
     with pytest.raises(RuntimeError, match=r"3\.12"):
         to_python("def f [html] ():\n    'x'\n")

@@ -14,7 +14,7 @@ from ptl_helpers import subprocess_env, write_files
 PROJECT = {
     ".coveragerc": """\
         [run]
-        plugins = ptl_wsgi.coverage
+        plugins = ptl_wsgi.tools.coverage
         source = .
         """,
     "pages.ptl": '''\
@@ -103,7 +103,7 @@ BRANCHES = {
     ".coveragerc": """\
         [run]
         branch = True
-        plugins = ptl_wsgi.coverage
+        plugins = ptl_wsgi.tools.coverage
         source = .
 
         [report]

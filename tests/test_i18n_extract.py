@@ -14,7 +14,7 @@ import pytest
 from babel.messages.pofile import read_po
 from ptl_helpers import subprocess_env
 
-from ptl_wsgi.babel_extract import extract_ptl, python_view, python_view_text
+from ptl_wsgi.tools.babel_extract import extract_ptl, python_view, python_view_text
 
 SOURCE = """\
 from ptl_wsgi.i18n import _, gettext_lazy, ngettext, pgettext
@@ -99,7 +99,7 @@ def test_pybabel_extract_with_a_mapping_file(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "home.ptl").write_text(SOURCE, encoding="utf-8")
     # A dotted path needs no entry point (and so no reinstall of the package).
-    (tmp_path / "babel.cfg").write_text("[ptl_wsgi.babel_extract.extract_ptl: **.ptl]\n")
+    (tmp_path / "babel.cfg").write_text("[ptl_wsgi.tools.babel_extract.extract_ptl: **.ptl]\n")
     command = [
         sys.executable,
         "-c",

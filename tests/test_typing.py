@@ -19,7 +19,7 @@ from ptl_helpers import REPO, subprocess_env, write_files
 pytest.importorskip("mypy")
 
 from ptl_wsgi.html import implementation
-from ptl_wsgi.typecheck import stub_source
+from ptl_wsgi.tools.typecheck import stub_source
 
 
 def revealed_by_mypy(output: str) -> list[str]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ptl_wsgi.compiler import compile_ptl, python_view, template_scopes
 from ptl_wsgi.compiler.names import _opts_out
 from ptl_wsgi.compiler.source import char_col, split_lines
-from ptl_wsgi.convert import Problem
+from ptl_wsgi.tools.from_quixote import Problem
 
 __all__ = ["PyConversion", "to_python"]
 

@@ -45,7 +45,7 @@ def extract_ptl(
 ) -> Iterator[_ExtractionResult]:
     """A Babel extraction method for ``.ptl`` files (Babel's Python extractor on the view).
 
-    Use it as ``ptl`` (the entry point) or ``ptl_wsgi.babel_extract.extract_ptl`` in a
+    Use it as ``ptl`` (the entry point) or ``ptl_wsgi.tools.babel_extract.extract_ptl`` in a
     Babel mapping file (a dotted path: a colon would end the section name there).
     """
     from babel.messages.extract import extract_python

@@ -1,4 +1,4 @@
-"""A coverage.py plugin for ``.ptl`` files: ``plugins = ["ptl_wsgi.coverage"]``.
+"""A coverage.py plugin for ``.ptl`` files: ``plugins = ["ptl_wsgi.tools.coverage"]``.
 
 Compiled templates keep their ``.ptl`` file name and line numbers, so
 coverage's tracer records the right lines already; what it lacks is a reporter,
