@@ -74,15 +74,21 @@ def __getattr__(name: str) -> Any:
 # The old name gives a module that reads every attribute from the new one, after a
 # DeprecationWarning; nothing is left at the old path.
 
-# Old module name -> where it lives now.  Removed in 0.3.
-_MOVED_MODULES = {
-    "ptl_wsgi.convert": "ptl_wsgi.tools.from_quixote",
-    "ptl_wsgi.to_py": "ptl_wsgi.tools.to_py",
-    "ptl_wsgi.lint": "ptl_wsgi.tools.lint",
-    "ptl_wsgi.typecheck": "ptl_wsgi.tools.typecheck",
-    "ptl_wsgi.coverage": "ptl_wsgi.tools.coverage",
-    "ptl_wsgi.babel_extract": "ptl_wsgi.tools.babel_extract",
-    "ptl_wsgi.pygments_lexer": "ptl_wsgi.tools.pygments_lexer",
+# Old module name -> where it lives now (and, after it, modules whose names the old one
+# re-exported).  Removed in 0.3.
+_MOVED_MODULES: dict[str, tuple[str, ...]] = {
+    "ptl_wsgi.convert": ("ptl_wsgi.tools.from_quixote",),
+    "ptl_wsgi.to_py": ("ptl_wsgi.tools.to_py",),
+    "ptl_wsgi.lint": ("ptl_wsgi.tools.lint",),
+    "ptl_wsgi.typecheck": ("ptl_wsgi.tools.typecheck",),
+    "ptl_wsgi.coverage": ("ptl_wsgi.tools.coverage",),
+    "ptl_wsgi.babel_extract": ("ptl_wsgi.tools.babel_extract",),
+    "ptl_wsgi.pygments_lexer": ("ptl_wsgi.tools.pygments_lexer",),
+    "ptl_wsgi.safety": ("ptl_wsgi.beyond_escaping", "ptl_wsgi.csp"),
+    "ptl_wsgi.templates": ("ptl_wsgi.py_templates",),
+    "ptl_wsgi.output": ("ptl_wsgi.output_policy",),
+    "ptl_wsgi._helpers": ("ptl_wsgi._quixote_helpers",),
+    "ptl_wsgi._iterate": ("ptl_wsgi._iterate_in_context",),
 }
 
 
@@ -101,21 +107,24 @@ class _MovedModuleFinder(_Loader):
         import warnings
         from types import ModuleType
 
-        new_name = _MOVED_MODULES[spec.name]
+        new_name, *also = _MOVED_MODULES[spec.name]
         # Warned here, where the importer's frame is the first outside importlib.
         warnings.warn(
             f"{spec.name} is deprecated and will be removed in 0.3: use {new_name}",
             DeprecationWarning,
             stacklevel=2,
         )
-        new = importlib.import_module(new_name)
-        module = ModuleType(spec.name, new.__doc__)
+        homes = [importlib.import_module(name) for name in (new_name, *also)]
+        module = ModuleType(spec.name, homes[0].__doc__)
 
         def __getattr__(name: str) -> Any:
-            return getattr(new, name)
+            for home in homes:
+                if hasattr(home, name):
+                    return getattr(home, name)
+            raise AttributeError(f"module {spec.name!r} has no attribute {name!r}")
 
         module.__dict__["__getattr__"] = __getattr__
-        module.__dict__["__all__"] = list(getattr(new, "__all__", ()))
+        module.__dict__["__all__"] = [n for home in homes for n in getattr(home, "__all__", ())]
         return module
 
     def exec_module(self, module: ModuleType) -> None:

@@ -9,7 +9,7 @@ by the name of a template function in that module::
 
 A ``.py`` module is plain Python (``ptl-wsgi convert --to-py`` writes one from
 a ``.ptl`` module); a name reaches only its functions marked with
-:func:`ptl_wsgi.templates.template`, never an unmarked function, so a team can
+:func:`ptl_wsgi.py_templates.template`, never an unmarked function, so a team can
 move templates to Python file by file.
 
 The search directories together form one package (a fresh one per
@@ -36,7 +36,7 @@ from _thread import RLock
 from contextvars import ContextVar
 from types import FunctionType, GeneratorType, MappingProxyType, ModuleType
 
-from ptl_wsgi._iterate import InContext, setting
+from ptl_wsgi._iterate_in_context import InContext, setting
 from ptl_wsgi.importer import ModuleSpec, module_from_spec
 
 TYPE_CHECKING = False
@@ -442,7 +442,7 @@ class Loader:
             # Plain Python: only what @template marks is a template, generators included.
             return (
                 f"{attr!r} in {path} is not marked as a template: decorate it with "
-                '@template("html") or @template("plain") from ptl_wsgi.templates'
+                '@template("html") or @template("plain") from ptl_wsgi.py_templates'
             )
         # Imported only here, off the path of marked templates: inspect imports ast.
         import inspect

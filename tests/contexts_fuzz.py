@@ -55,10 +55,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser import HOOKS, chromium_path
 
+from ptl_wsgi.beyond_escaping import UNSAFE_URL
 from ptl_wsgi.escapers import UNSAFE_CSS
 from ptl_wsgi.escaping import context as htmlcontext
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import UNSAFE_URL
 
 SLOT = "\x00SLOT\x00"  # where the value goes in a case's literal markup
 

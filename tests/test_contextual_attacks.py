@@ -25,9 +25,9 @@ import pytest
 from browser import BROWSER_ONLY, XSSBrowser, visit_body
 from ptl_helpers import render_f
 
+from ptl_wsgi.beyond_escaping import UNSAFE_URL
 from ptl_wsgi.escapers import UNSAFE_CSS, contextual_format
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import UNSAFE_URL
 
 JS_URL = "javascript:alert(1)"
 PAGE_URL = "http://127.0.0.1:9/contextual-attack"

@@ -184,7 +184,7 @@ def test_converted_module_keeps_comments_and_layout() -> None:
         == '''\
 """A listing page."""
 from __future__ import annotations
-from ptl_wsgi.templates import template
+from ptl_wsgi.py_templates import template
 from ptl_wsgi.html import html_join, htmlformat, htmltext, plain_join
 
 # The separator between items.
@@ -420,7 +420,7 @@ def test_conversion_needs_python_312(tmp_path: Path) -> None:
 
 
 def test_template_marker() -> None:
-    from ptl_wsgi.templates import template
+    from ptl_wsgi.py_templates import template
 
     def f() -> str:
         return "x"

@@ -28,14 +28,14 @@ from werkzeug.test import Client, EnvironBuilder
 
 from ptl_wsgi.contrib.django import CSPMiddleware, html_response
 from ptl_wsgi.contrib.flask import PTL, render_template, stream_template
+from ptl_wsgi.csp import CSP_NONCE_KEY, csp_nonce, nonce_scope
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.loader import Loader
 from ptl_wsgi.publish import Directory, Publisher
-from ptl_wsgi.safety import CSP_NONCE_KEY, csp_nonce, nonce_scope
 from ptl_wsgi.wsgi import CSP, render, stream, view
 
 PAGE = """\
-from ptl_wsgi.safety import csp_nonce as current_nonce
+from ptl_wsgi.csp import csp_nonce as current_nonce
 
 def render [html] (csp_nonce):
     '<script nonce="%s">window.ran = 1</script>' % csp_nonce
@@ -79,7 +79,7 @@ def no_nonce_here() -> bool:
     return False
 
 
-# -- safety.nonce_scope ---------------------------------------------------------------------
+# -- csp.nonce_scope ------------------------------------------------------------------------
 
 
 def test_nonce_scope_reenters_a_given_nonce_and_restores() -> None:
@@ -330,7 +330,7 @@ def test_flask_real_server_one_thread_leaks_nothing(templates: Path) -> None:
 # -- Django ----------------------------------------------------------------------------------
 
 DJANGO_PAGE = """\
-from ptl_wsgi.safety import csp_nonce as current_nonce
+from ptl_wsgi.csp import csp_nonce as current_nonce
 
 def render [html] (csp_nonce="absent"):
     '<script nonce="%s">1</script>' % csp_nonce

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ptl_wsgi.beyond_escaping import UNSAFE_URL
 from ptl_wsgi.escapers import (
     ESCAPERS,
     UNSAFE_CSS,
@@ -26,7 +27,6 @@ from ptl_wsgi.escapers import (
 from ptl_wsgi.escaping.context import ContextError
 from ptl_wsgi.escaping.planner import plan
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import UNSAFE_URL
 
 html5lib = pytest.importorskip("html5lib")
 

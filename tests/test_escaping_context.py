@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import ptl_wsgi.safety as safety
+import ptl_wsgi.beyond_escaping as beyond_escaping
 from ptl_wsgi.escaping.context import (
     TEXT,
     Context,
@@ -301,7 +301,7 @@ def test_attribute_kinds(name: str, kind: str) -> None:
 
 
 def test_every_url_attribute_of_the_safety_policy_is_a_url_here() -> None:
-    for name in safety.URL_ATTRIBUTES:
+    for name in beyond_escaping.URL_ATTRIBUTES:
         assert attribute_kind(name) in ("url", "srcset", "url_list"), name
 
 

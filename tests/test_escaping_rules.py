@@ -22,7 +22,7 @@ import pytest
 from markupsafe import Markup
 from ptl_helpers import REPO
 
-from ptl_wsgi import escapers, safety
+from ptl_wsgi import beyond_escaping, escapers
 from ptl_wsgi.escaping import rules
 from ptl_wsgi.escaping.context import TEXT, advance, escaper_for, settle
 from ptl_wsgi.html import htmlescape, htmltext
@@ -147,19 +147,19 @@ def test_the_rules_answer_the_same_everywhere() -> None:
         assert "script body" in str(ctx.sub), scheme
         value = f"{scheme}:alert(1)"
         assert str(escapers.ESCAPERS["url_q"](value)) == rules.UNSAFE_URL, scheme
-        assert str(safety.safe_url(value)) == rules.UNSAFE_URL, scheme
+        assert str(beyond_escaping.safe_url(value)) == rules.UNSAFE_URL, scheme
         with pytest.raises(ValueError, match="run script"):
-            safety.safe_url("x", schemes=[scheme])
+            beyond_escaping.safe_url("x", schemes=[scheme])
     # One table of URL attributes: the engine and attrs() agree on every name.
-    for name in sorted(safety.URL_ATTRIBUTES):
+    for name in sorted(beyond_escaping.URL_ATTRIBUTES):
         assert rules.attribute_kind(name) in (rules.K_URL, rules.K_SRCSET, rules.K_URL_LIST)
         assert escaper_for(advance(TEXT, f'<a {name}="')) in ("url_q", "srcset_q", "url_list_q")
-        assert safety.attrs({name: "javascript:x"}) == f' {name}="{rules.UNSAFE_URL}"'
+        assert beyond_escaping.attrs({name: "javascript:x"}) == f' {name}="{rules.UNSAFE_URL}"'
     # One list of raster images: a literal data: image takes values, safe_url keeps base64.
     for kind in rules.RASTER_IMAGE_TYPES:
         assert escaper_for(advance(TEXT, f'<img src="data:image/{kind};base64,')) is not None
         url = f"data:image/{kind};base64,AAAA"
-        assert str(safety.safe_url(url, allow_data_images=True)) == url
+        assert str(beyond_escaping.safe_url(url, allow_data_images=True)) == url
 
 
 def test_a_class_with_html_fails_the_same_visible_way_everywhere() -> None:
@@ -170,7 +170,7 @@ def test_a_class_with_html_fails_the_same_visible_way_everywhere() -> None:
         lambda: htmltext("<a href='%s'>") + Markup,
         lambda: escapers.ESCAPERS["url_q"](Markup),
         lambda: escapers.ESCAPERS["js_value"](Markup),
-        lambda: safety.attrs({"title": Markup}),
+        lambda: beyond_escaping.attrs({"title": Markup}),
     ):
         with pytest.raises(TypeError):
             call()

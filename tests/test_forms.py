@@ -534,7 +534,7 @@ def test_widget_by_widget_in_imported_ptl_module(tmp_path: pathlib.Path) -> None
     assert result.stdout.strip() == "ok", result.stderr
 
 
-# -- attributes: one renderer, safety.attrs ----------------------------------------------
+# -- attributes: one renderer, beyond_escaping.attrs---------------------------------------------
 
 SCRIPT_URL = "javascript:alert(document.domain)"
 UNSAFE = "about:invalid#ptl-unsafe-url"

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 
 import ptl_wsgi.html
-from ptl_wsgi._helpers import Helpers, ValuelessAttr
+from ptl_wsgi._quixote_helpers import Helpers, ValuelessAttr
+from ptl_wsgi.beyond_escaping import UNSAFE_URL
 from ptl_wsgi.html import pluralize, truncate
-from ptl_wsgi.safety import UNSAFE_URL
 
 NAMES = ["href", "htmltag", "js_escape", "nl2br", "url_quote", "url_with_query"]
 HOSTILE = "<script>alert('x')</script> & \"quoted\""

@@ -28,7 +28,7 @@ MakeLoader = Callable[..., Loader]
 PAGE_PY = '''\
 """Page templates, in plain Python."""
 from ptl_wsgi.html import html_join, htmltext, plain_join
-from ptl_wsgi.templates import template
+from ptl_wsgi.py_templates import template
 
 from .layout import frame  # a .ptl template
 
@@ -141,7 +141,7 @@ def test_py_names_resolve_to_marked_functions(site: Path, make_loader: MakeLoade
 
 
 PRIVATE = "(names starting with '_' are private)"
-NOT_MARKED = 'decorate it with @template("html") or @template("plain") from ptl_wsgi.templates'
+NOT_MARKED = 'decorate it with @template("html") or @template("plain") from ptl_wsgi.py_templates'
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ NOT_MARKED = 'decorate it with @template("html") or @template("plain") from ptl_
         ("page.py:coroutine", f"'coroutine' in page.py is not marked as a template: {NOT_MARKED}"),
         ("page.py:frame", "'frame' in page.py is imported from layout.ptl"),
         ("page.py:htmltext", "'htmltext' in page.py is a class, not a template"),
-        ("page.py:template", "'template' in page.py is imported from ptl_wsgi.templates"),
+        ("page.py:template", "'template' in page.py is imported from ptl_wsgi.py_templates"),
         ("page.py:Widget", "'Widget' in page.py is a class, not a template"),
         ("page.py:_private", f"no template '_private' in page.py {PRIVATE}"),
         ("page.py:__builtins__", f"no template '__builtins__' in page.py {PRIVATE}"),
@@ -196,7 +196,7 @@ def test_missing_py_template_lists_every_place(tmp_path: Path, make_loader: Make
 
 def test_search_order_and_listing(tmp_path: Path, make_loader: MakeLoader) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
-    marked = 'from ptl_wsgi.templates import template\n@template("plain")\ndef render():\n'
+    marked = 'from ptl_wsgi.py_templates import template\n@template("plain")\ndef render():\n'
     write(first / "x.py", marked + '    return "first"\n')
     write(second / "x.py", marked + '    return "second"\n')
     write(second / "y.ptl", 'def render [plain] ():\n    "y"\n')

@@ -1,8 +1,10 @@
-"""The tools' old module names (before ``ptl_wsgi.tools``) still work, deprecated.
+"""Old module names (the tools before ``ptl_wsgi.tools``, renamed modules) still work, deprecated.
 
 Users write them where none of their code runs: coverage.py's ``plugins``, Babel's
-mapping files, and imports (docs of 0.1 show ``from ptl_wsgi.convert import ...``).
-Each is checked in an import and, for the two configuration files, run as users run it.
+mapping files, and imports (docs of 0.1 show ``from ptl_wsgi.convert import ...``,
+``from ptl_wsgi.safety import safe_url``; converted ``.py`` templates import
+``ptl_wsgi.templates``).  Each is checked in an import and, for the two configuration
+files, run as users run it.
 """
 
 from __future__ import annotations
@@ -27,11 +29,16 @@ OLD_AND_NEW = [
     ("ptl_wsgi.coverage", "ptl_wsgi.tools.coverage"),
     ("ptl_wsgi.babel_extract", "ptl_wsgi.tools.babel_extract"),
     ("ptl_wsgi.pygments_lexer", "ptl_wsgi.tools.pygments_lexer"),
+    ("ptl_wsgi.safety", "ptl_wsgi.beyond_escaping"),
+    ("ptl_wsgi.templates", "ptl_wsgi.py_templates"),
+    ("ptl_wsgi.output", "ptl_wsgi.output_policy"),
+    ("ptl_wsgi._helpers", "ptl_wsgi._quixote_helpers"),
+    ("ptl_wsgi._iterate", "ptl_wsgi._iterate_in_context"),
 ]
 
 
 def test_the_table_is_the_package_s() -> None:
-    assert dict(OLD_AND_NEW) == ptl_wsgi._MOVED_MODULES
+    assert dict(OLD_AND_NEW) == {old: new[0] for old, new in ptl_wsgi._MOVED_MODULES.items()}
     for old, _new in OLD_AND_NEW:
         # Nothing is left at the old path: a file there would shadow the new module.
         path = Path(ptl_wsgi.__file__).parent / (old.rpartition(".")[2] + ".py")
@@ -48,7 +55,7 @@ def test_an_old_name_imports_the_new_module_with_a_warning(old: str, new: str) -
     moved = importlib.import_module(new)
     assert moved.__name__ == new  # the new module keeps its own name and spec
     assert moved.__spec__ is not None and moved.__spec__.name == new
-    assert module.__all__ == moved.__all__ and module.__all__
+    assert module.__all__[: len(moved.__all__)] == moved.__all__ and module.__all__
     for name in moved.__all__:
         assert getattr(module, name) is getattr(moved, name)
     with pytest.raises(AttributeError):

@@ -1,9 +1,9 @@
-"""The one output policy (ptl_wsgi.output), which every integration uses."""
+"""The one output policy (ptl_wsgi.output_policy), which every integration uses."""
 
 import pytest
 
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import chunks, is_html_type, markup, text
+from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
 
 
 @pytest.mark.parametrize(

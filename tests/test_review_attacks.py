@@ -203,7 +203,7 @@ def test_htmx_code_attributes_are_code(name: str) -> None:
 
 
 def test_attrs_refuses_an_htmx_trigger_filter() -> None:
-    from ptl_wsgi.safety import attrs
+    from ptl_wsgi.beyond_escaping import attrs
 
     with pytest.raises(ValueError):
         attrs({"hx-trigger": "load[alert(1)]"})

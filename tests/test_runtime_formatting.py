@@ -23,7 +23,7 @@ from markupsafe import Markup
 from ptl_helpers import compiled
 
 from ptl_wsgi import i18n
-from ptl_wsgi.safety import UNSAFE_URL
+from ptl_wsgi.beyond_escaping import UNSAFE_URL
 
 SCRIPT_URL = "javascript:alert(1)"
 ATTRIBUTES = "x autofocus onfocus=alert(1)"

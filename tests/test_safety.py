@@ -15,20 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markupsafe import Markup
 
+from ptl_wsgi.beyond_escaping import UNSAFE_URL, attrs, is_safe_url, json_script, safe_url
 from ptl_wsgi.compiler import compile_ptl
+from ptl_wsgi.csp import content_security_policy, csp_nonce, new_nonce, nonce_scope
 from ptl_wsgi.escaping.rules import attribute_kind
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import (
-    UNSAFE_URL,
-    attrs,
-    content_security_policy,
-    csp_nonce,
-    is_safe_url,
-    json_script,
-    new_nonce,
-    nonce_scope,
-    safe_url,
-)
 
 # -- safe_url ------------------------------------------------------------------------
 

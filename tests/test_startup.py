@@ -21,11 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Modules a render from the cache must not import: the compiler's dependencies
 #: (inspect and dis import ast and tokenize), the helpers of ptl_wsgi.html and
-#: ptl_wsgi.safety (urllib, secrets), and the web frameworks.
+#: ptl_wsgi.beyond_escaping (urllib, secrets), and the web frameworks.
 HEAVY = (
     "ptl_wsgi.compiler",
-    "ptl_wsgi._helpers",
-    "ptl_wsgi.safety",
+    "ptl_wsgi._quixote_helpers",
+    "ptl_wsgi.beyond_escaping",
     "secrets",
     "ast",
     "tokenize",
@@ -195,7 +195,7 @@ CORE_ROOMS = {
     "ptl_wsgi.importer",
     "ptl_wsgi._runtime",
     "ptl_wsgi.loader",
-    "ptl_wsgi._iterate",
+    "ptl_wsgi._iterate_in_context",
     # The rule tables: data and two small functions, no imports.
     "ptl_wsgi.escaping",
     "ptl_wsgi.escaping.rules",
@@ -265,7 +265,7 @@ def test_a_cached_render_without_site_imports_only_cheap_modules(
 
 PY_TEMPLATE = """\
 from ptl_wsgi.html import html_join, htmltext
-from ptl_wsgi.templates import template
+from ptl_wsgi.py_templates import template
 
 
 @template("html")
@@ -303,10 +303,12 @@ from ptl_wsgi.loader import Loader
 html = Loader([sys.argv[1]]).render("link.ptl", {"url": "/a b?x=1&y=2"})
 print(json.dumps({"html": str(html), "new": sorted(set(sys.modules) - before)}))
 """
-# What a URL, a JS value or a CSS value in a page once pulled in (through safety: the CSP
+# What a URL, a JS value or a CSS value in a page once pulled in (through safety, now
+# beyond_escaping: the CSP
 # nonces, OpenSSL), and what only compiling or planning needs.
 NOT_FOR_A_LINK = {
-    "ptl_wsgi.safety", "ptl_wsgi.csp", "secrets", "hmac", "_hashlib", "ssl", "json", "typing",
+    "ptl_wsgi.beyond_escaping", "ptl_wsgi.csp", "secrets", "hmac", "_hashlib", "ssl", "json",
+    "typing",
     "ptl_wsgi.escaping.context", "ptl_wsgi.escaping.planner", "ptl_wsgi.compiler",
 }  # fmt: skip
 

@@ -504,21 +504,21 @@ def test_a_lookalike_template_is_escaped_everywhere(impl) -> None:
 
 @needs_tstrings
 def test_output_policy_takes_a_template() -> None:
-    from ptl_wsgi import output
+    from ptl_wsgi import output_policy
 
     page = Template("<p>", field(ATTACK), "|", field(3.5, None, ".2f"), "</p>")
-    assert output.is_markup(page) and output.is_markup(htmltext_of("<b>"))
-    assert not output.is_markup(ATTACK) and not output.is_markup([page])
-    assert str(output.markup(page)) == f"<p>{ESCAPED}|3.50</p>"
-    assert [str(c) for c in output.chunks(page)] == [f"<p>{ESCAPED}|3.50</p>"]
-    assert [str(c) for c in output.chunks(iter([page, ATTACK]))] == [
+    assert output_policy.is_markup(page) and output_policy.is_markup(htmltext_of("<b>"))
+    assert not output_policy.is_markup(ATTACK) and not output_policy.is_markup([page])
+    assert str(output_policy.markup(page)) == f"<p>{ESCAPED}|3.50</p>"
+    assert [str(c) for c in output_policy.chunks(page)] == [f"<p>{ESCAPED}|3.50</p>"]
+    assert [str(c) for c in output_policy.chunks(iter([page, ATTACK]))] == [
         f"<p>{ESCAPED}|3.50</p>",
         ESCAPED,
     ]
     # As raw text, a t-string means what the plain f-string means; nested ones too.
     nested = Template("<div>", field(page), field("<i>", "r", ">6"), "</div>")
-    assert output.text(nested) == f"<div><p>{ATTACK}|3.50</p> '<i>'</div>"
-    assert type(output.text(nested)) is str
+    assert output_policy.text(nested) == f"<div><p>{ATTACK}|3.50</p> '<i>'</div>"
+    assert type(output_policy.text(nested)) is str
 
 
 def htmltext_of(text: str) -> Any:

@@ -37,9 +37,9 @@ from browser import XSSBrowser, unavailable
 from servers import fetch, run_process_server, serve_in_thread
 from xss_cases import CONTEXTS, CONTEXTUAL, VECTORS, contextual_renderers, ptl_renderers
 
+from ptl_wsgi.beyond_escaping import UNSAFE_URL, attrs, is_safe_url, json_script, safe_url
 from ptl_wsgi.escapers import ESCAPERS, UNSAFE_CSS
 from ptl_wsgi.html import htmlescape, htmltext
-from ptl_wsgi.safety import UNSAFE_URL, attrs, is_safe_url, json_script, safe_url
 
 pytestmark = [
     pytest.mark.slow,

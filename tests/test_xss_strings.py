@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from xss_cases import CONTEXTS, VECTORS, ptl_renderers
 
-from ptl_wsgi.safety import UNSAFE_URL, is_safe_url, json_script, safe_url
+from ptl_wsgi.beyond_escaping import UNSAFE_URL, is_safe_url, json_script, safe_url
 
 
 class Recorder(HTMLParser):

@@ -13,7 +13,7 @@ The engine claims only names of ``.ptl`` files (``"polls/index.ptl"``,
 ``"polls/index.ptl:row"``), so other names fall through to the next engine.
 :class:`CSPMiddleware` adds a Content-Security-Policy with a per-request nonce,
 which templates rendered with the request receive as ``csp_nonce``.
-Output goes through :mod:`ptl_wsgi.output`: rendering returns markup (a
+Output goes through :mod:`ptl_wsgi.output_policy`: rendering returns markup (a
 ``[plain]`` template's text is escaped); :func:`render_text` is the explicit
 raw-text call, for mail bodies.  See ``docs/django.md``.
 """
@@ -45,7 +45,7 @@ from django.utils.module_loading import import_string
 from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import chunks, is_html_type, markup, text
+from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
 from ptl_wsgi.tracebacks import entry_point, template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]

@@ -317,7 +317,7 @@ def _convert_imports(tree: ast.Module, scan: _Scan, editor: _Editor, keep_ptl: b
                 scan.warn(
                     node,
                     f"not converted: quixote.html.{alias.name} has no ptl_wsgi "
-                    "equivalent (see ptl_wsgi.safety for URLs and attributes)",
+                    "equivalent (see ptl_wsgi.beyond_escaping for URLs and attributes)",
                 )
             new = [
                 _import_text(m, a) for m, a in (("ptl_wsgi", ours), ("quixote.html", theirs)) if a

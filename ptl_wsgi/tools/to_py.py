@@ -1,7 +1,7 @@
 """Convert a ``.ptl`` module to a plain Python module whose templates give the same output.
 
 Each template becomes an ordinary function marked ``@template("html")`` (or
-``"plain"``, from :mod:`ptl_wsgi.templates`) that collects its output in an
+``"plain"``, from :mod:`ptl_wsgi.py_templates`) that collects its output in an
 explicit list and returns it joined by the function the compiler uses
 (``html_join``, ``plain_join``).  In ``[html]`` scope, where the compiler
 makes every string literal trusted markup, a plain literal becomes
@@ -396,7 +396,7 @@ class _Converter:
             return
         lines: list[str] = []
         if "template" in self.helpers:
-            lines.append(_import_line("ptl_wsgi.templates", ["template"], self.helpers))
+            lines.append(_import_line("ptl_wsgi.py_templates", ["template"], self.helpers))
         html = [h for h in _HTML_HELPERS if h in self.helpers]
         if html:
             lines.append(_import_line("ptl_wsgi.html", sorted(html), self.helpers))

@@ -3,7 +3,7 @@
 Re-exported by :mod:`ptl_wsgi.html`; import them from there.  The
 markup-producing helpers are methods of :class:`Helpers`, bound once to the
 active htmltext twin, so that tests can hold both twins to the same rules.
-Attributes are rendered by the policy of :func:`ptl_wsgi.safety.attrs`
+Attributes are rendered by the policy of :func:`ptl_wsgi.beyond_escaping.attrs`
 (:func:`ptl_wsgi.escaping.markup.attributes`) and nothing else.
 """
 
@@ -59,7 +59,7 @@ class Helpers:
         *css_class* is the ``class`` attribute.  Values are escaped unless they
         are markup; ``None`` and ``False`` leave an attribute out, ``True`` gives
         a bare attribute, :data:`ValuelessAttr` repeats the name.  Rendering is
-        :func:`ptl_wsgi.safety.attrs`: URL attributes go through ``safe_url``,
+        :func:`ptl_wsgi.beyond_escaping.attrs`: URL attributes go through ``safe_url``,
         and an event handler (``on*``) or ``srcdoc`` is refused with ValueError
         unless its value is markup (``htmltext``) -- escaping does not make
         script safe.  Raises ValueError for an invalid tag or attribute name.
@@ -86,8 +86,8 @@ class Helpers:
     def href(self, url: Any, text: Any, title: Any = None, **attrs: Any) -> Any:
         """``<a href="url" title="title" ...>text</a>``, *text* escaped unless markup.
 
-        The URL is checked like :func:`ptl_wsgi.safety.safe_url`: a script scheme
-        gives :data:`~ptl_wsgi.safety.UNSAFE_URL`.  Other attributes as in
+        The URL is checked like :func:`ptl_wsgi.beyond_escaping.safe_url`: a script scheme
+        gives :data:`~ptl_wsgi.beyond_escaping.UNSAFE_URL`.  Other attributes as in
         :meth:`htmltag`.
         """
         tag = self.htmltag("a", href=url, title=title, **attrs)
@@ -134,7 +134,7 @@ class Helpers:
         string both mean the same, and neither can end or derail the element.
         Nothing else changes, so *s* must be code you wrote: a value in a string
         literal can still close the quotes.  For data, use
-        :func:`ptl_wsgi.safety.json_script`.
+        :func:`ptl_wsgi.beyond_escaping.json_script`.
         """
         code = self._stringify(s)
         return self._htmltext(_SCRIPT_BREAKERS.sub(lambda m: m.group().replace("<", "<\\"), code))

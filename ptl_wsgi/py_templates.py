@@ -10,7 +10,7 @@ own escaping, typically with t-strings through
 ``ptl-wsgi convert --to-py`` writes it::
 
     from ptl_wsgi.html import html_join, htmlformat
-    from ptl_wsgi.templates import template
+    from ptl_wsgi.py_templates import template
 
     @template("html")
     def item(name, price):

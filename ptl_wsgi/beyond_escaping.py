@@ -14,11 +14,10 @@ encoding inside ``<script>``.  This module covers those cases:
 * :func:`attrs` -- a dict rendered as attributes, refusing invalid names and
   event handlers, sending URL-valued attributes through :func:`safe_url`;
 * :func:`json_script` -- data for scripts, as JSON in a
-  ``<script type="application/json">`` element;
-* :func:`new_nonce`, :func:`csp_nonce`, :func:`nonce_scope` and
-  :func:`content_security_policy` -- a per-request Content-Security-Policy
-  nonce; they live in :mod:`ptl_wsgi.csp` and are re-exported here, their
-  former home, so existing imports keep working.
+  ``<script type="application/json">`` element.
+
+Its name before 0.2, ``ptl_wsgi.safety``, still imports (deprecated), with the
+CSP nonce names of :mod:`ptl_wsgi.csp`, which it re-exported.
 """
 
 from __future__ import annotations
@@ -26,13 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ptl_wsgi.csp import (
-    CSP_NONCE_KEY,
-    content_security_policy,
-    csp_nonce,
-    new_nonce,
-    nonce_scope,
-)
 from ptl_wsgi.escaping import rules
 from ptl_wsgi.escaping.js import json_text
 from ptl_wsgi.escaping.markup import attributes
@@ -41,17 +33,12 @@ from ptl_wsgi.escaping.url import is_safe_url, url_text
 from ptl_wsgi.html import escape_str, htmlescape, htmltext
 
 __all__ = [
-    "CSP_NONCE_KEY",
     "DEFAULT_SCHEMES",
     "UNSAFE_URL",
     "URL_ATTRIBUTES",
     "attrs",
-    "content_security_policy",
-    "csp_nonce",
     "is_safe_url",
     "json_script",
-    "new_nonce",
-    "nonce_scope",
     "safe_url",
 ]
 
