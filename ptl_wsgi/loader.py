@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any
 
+    #: One recorded call of a template: its name (``"dir/file.ptl:function"``), its
+    #: function and its arguments by parameter name (:meth:`Loader.recording`).
+    Call = tuple[str, Callable[..., Any], dict[str, Any]]
+
 
 __all__ = [
     "DEFAULT_FUNCTION",
@@ -70,6 +74,8 @@ _counter = itertools.count()
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _render_var: ContextVar[Mapping[str, Any]] = ContextVar("ptl_wsgi_render_context", default=_EMPTY)
+# The calls being recorded in this context (Loader.recording), None when none are.
+_recorded_calls: ContextVar[list[Call] | None] = ContextVar("ptl_wsgi_recorded_calls", default=None)
 
 
 def render_context() -> Mapping[str, Any]:
@@ -178,6 +184,14 @@ class Template:
 
             return InContext(result, enter)
         return result
+
+    def call_arguments(self, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The arguments :meth:`render` calls the function with for *context*, by
+        parameter name, defaults included (what a test client shows as its context)."""
+        context = context or {}
+        if self._accepted is not None:
+            context = {k: v for k, v in context.items() if k in self._accepted}
+        return _call_arguments(self.function, (), context)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __traceback_hide__ = __tracebackhide__ = True
@@ -296,7 +310,7 @@ class Loader:
         reason = self._not_a_template(module, filename, function)
         if reason:
             raise TemplateNotFound(f"{filename}:{function}", reason=reason)
-        return Template(filename, filename, module.__dict__[function], module)
+        return Template(filename, filename, _unrecorded(module.__dict__[function]), module)
 
     def reload(self) -> None:
         """Forget every loaded module: the next lookup reads the files again.
@@ -330,6 +344,22 @@ class Loader:
                         rel = os.path.relpath(os.path.join(root, file), directory)
                         seen.setdefault(rel.replace(os.sep, "/"), None)
         return sorted(seen)
+
+    def recording(self, calls: list[Call]) -> setting:
+        """A context manager: while it is open, each call of one of this loader's templates
+        in this context is appended to *calls* as ``(name, function, arguments)``.
+
+        For Django's ``template_rendered`` signal (the test client's ``response.templates``,
+        debug toolbars).  No profile or trace hook: the loader knows its templates, and the
+        first recording puts a recording function in their place in the namespaces of its
+        modules (a test process's, which records; other processes never pay for it).  A
+        template is recorded when called by a name a module binds (``page(...)``,
+        ``layout.page(...)``) and its module was loaded before the block opened; the
+        top template a :class:`Template` calls is the caller's to record
+        (:meth:`Template.call_arguments`).
+        """
+        self._record_templates()
+        return setting(_recorded_calls, calls)
 
     def close(self) -> None:
         """Forget this loader's modules (they stay alive while templates are in use)."""
@@ -417,7 +447,7 @@ class Loader:
         reason = self._not_a_template(module, path, function_name)
         if reason:
             raise TemplateNotFound(name, [filename], reason=reason)
-        return Template(name, filename, module.__dict__[function_name], module)
+        return Template(name, filename, _unrecorded(module.__dict__[function_name]), module)
 
     def _not_a_template(self, module: ModuleType, path: str, attr: str) -> str:
         """Why *attr* of *module* is not a public template defined there ("" if it is)."""
@@ -426,7 +456,7 @@ class Loader:
         # The module's own namespace: no module __getattr__, no attributes of its type.
         if attr not in module.__dict__:
             return f"no template {attr!r} in {path}"
-        value = module.__dict__[attr]
+        value = _unrecorded(module.__dict__[attr])
         origin = getattr(value, "__module__", None)
         if isinstance(value, ModuleType):
             return f"{attr!r} in {path} is a module, not a template"
@@ -457,6 +487,35 @@ class Loader:
                 )
             return f"{attr!r} in {path} is a {type(value).__name__}, not a template"
         return ""
+
+    def _record_templates(self) -> None:
+        """Bind a recording function in place of each template of the loaded modules,
+        wherever a module of this loader binds it (see :meth:`recording`)."""
+        with self._lock:
+            modules = self._own_modules()
+            recorders: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+            for module in modules:
+                path = self._describe_module(module.__name__)
+                if not path.endswith(SUFFIXES):
+                    continue
+                namespace = module.__dict__
+                # A function under its own name first, then under other names bound to it.
+                attrs = sorted(namespace, key=lambda a: a != getattr(namespace[a], "__name__", a))
+                for attr in attrs:
+                    value = namespace[attr]
+                    if (
+                        isinstance(value, FunctionType)
+                        and id(value) not in recorders
+                        and not hasattr(value, "__ptl_recorded__")
+                        and not self._not_a_template(module, path, attr)
+                    ):
+                        recorders[id(value)] = (value, _recorder(value, f"{path}:{attr}"))
+            for module in modules:
+                namespace = module.__dict__
+                for attr, value in list(namespace.items()):
+                    found = recorders.get(id(value))
+                    if found is not None and found[0] is value:
+                        namespace[attr] = found[1]
 
     def _describe_module(self, module_name: str) -> str:
         """A template file's name for this loader's modules, else the module's name."""
@@ -565,6 +624,45 @@ class Loader:
         import importlib  # here: a one-shot process never purges
 
         importlib.invalidate_caches()
+
+
+def _recorder(function: FunctionType, name: str) -> Callable[..., Any]:
+    """*function*, called through a function that records each call in a recording
+    context (:meth:`Loader.recording`); it looks like *function* to the loader and tools."""
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True
+        calls = _recorded_calls.get()
+        if calls is not None:
+            calls.append((name, function, _call_arguments(function, args, kwargs)))
+        return function(*args, **kwargs)
+
+    recorded.__dict__.update(function.__dict__)
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(recorded, attribute, getattr(function, attribute))
+    recorded.__wrapped__ = function  # type: ignore[attr-defined]
+    recorded.__ptl_recorded__ = function  # type: ignore[attr-defined]
+    return recorded
+
+
+def _unrecorded(value: Any) -> Any:
+    """The template function itself, if *value* is its recorder (:func:`_recorder`)."""
+    return getattr(value, "__ptl_recorded__", value) if isinstance(value, FunctionType) else value
+
+
+def _call_arguments(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """*function*'s parameters bound to *args* and *kwargs*, defaults included ({} if
+    they do not fit: the call itself raises)."""
+    import inspect  # here: only recording (tests) needs it
+
+    try:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+    except TypeError:
+        return {}
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 # inspect.CO_VARKEYWORDS, a constant of CPython's code objects.

@@ -326,6 +326,59 @@ def test_the_engine_itself_sends_template_rendered(engine):
     assert "view" in seen[0][1]
 
 
+INDEX_TEMPLATES = [
+    "testapp/index.ptl",
+    "testapp/index.ptl:render",
+    *["testapp/index.ptl", "testapp/index.ptl:items_list"],
+    *["testapp/index.ptl", "testapp/index.ptl:row"] * 2,
+    *["layout.ptl", "layout.ptl:page"],
+]
+
+
+def test_a_render_under_cprofile_records_templates_and_is_profiled(client):
+    # django-debug-toolbar's profiling panel and django-silk run the view under cProfile;
+    # the engine recorded templates with a profile hook of its own, which called cProfile's
+    # (not a callable: every render a 500) and hid the render from the profiler.
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        response = client.get("/")
+    finally:
+        profiler.disable()
+    assert response.status_code == 200
+    assert "<li>a&amp;b</li>" in response.content.decode()
+    assert [t.name for t in response.templates] == INDEX_TEMPLATES
+    profiled = {(Path(file).name, function) for file, _, function in pstats.Stats(profiler).stats}
+    assert {("index.ptl", "render"), ("index.ptl", "row"), ("layout.ptl", "page")} <= profiled
+
+
+def test_a_profile_function_stays_installed_and_sees_the_render(client):
+    seen: list[str] = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith(".ptl"):
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        response = client.get("/")
+        assert sys.getprofile() is profile
+    finally:
+        sys.setprofile(None)
+    assert [t.name for t in response.templates] == INDEX_TEMPLATES
+    assert seen.count("row") == 2 and "page" in seen and "render" in seen
+
+
+def test_templates_are_recorded_with_their_arguments(client):
+    response = client.get("/")
+    rows = [c for t, c in zip(response.templates, response.context, strict=True)
+            if t.name == "testapp/index.ptl:row"]  # fmt: skip
+    assert [dict(c.flatten())["item"] for c in rows] == ["a&b", "<i>"]
+
+
 # -- output policy: raw text is explicit --------------------------------------------------
 
 

@@ -796,3 +796,71 @@ def _wrapper(*args: object, **kwargs: object) -> None:
 def test_parameters_read_from_code_agree_with_inspect(function: Callable[..., object]) -> None:
     # Read from the code object so that rendering never imports inspect (and ast).
     assert loader_module._keyword_parameters(function) == _by_signature(function)
+
+
+# -- recording template calls (Django's template_rendered) ---------------------------------
+
+
+def _recording_site(tmp_path: Path) -> Loader:
+    write(
+        tmp_path / "layout.ptl",
+        "def page [html] (body, title='t'):\n    '<main>'\n    body\n    '</main>'\n",
+    )
+    write(
+        tmp_path / "index.ptl",
+        "from . import layout\nfrom .layout import page\n"
+        "def row [html] (item):\n    '<li>%s</li>' % item\n"
+        "def stream ():\n    yield 'a'\n    yield row('b')\n"
+        "def render [html] (items):\n"
+        "    for i in items:\n        row(i)\n"
+        "    page('body')\n    layout.page('again', title='x')\n",
+    )
+    return Loader([tmp_path])
+
+
+def test_recording_gives_each_call_with_its_arguments(tmp_path: Path) -> None:
+    loader = _recording_site(tmp_path)
+    try:
+        top = loader.get_template("index.ptl")
+        assert str(top.render({"items": [1]})) == (
+            "<li>1</li><main>body</main><main>again</main>"
+        )  # before: nothing is recorded, nothing is wrapped
+        calls: list[tuple[str, Callable[..., object], dict[str, object]]] = []
+        with loader.recording(calls):
+            assert str(top.render({"items": [1, 2]})).count("<li>") == 2
+        assert [(name, args) for name, _, args in calls] == [
+            ("index.ptl:row", {"item": 1}),
+            ("index.ptl:row", {"item": 2}),
+            ("layout.ptl:page", {"body": "body", "title": "t"}),
+            ("layout.ptl:page", {"body": "again", "title": "x"}),
+        ]
+        module = loader.module("layout.ptl")
+        assert calls[-1][1] is loader.get_template("layout.ptl:page").function
+        assert calls[-1][1].__code__.co_filename.endswith("layout.ptl")
+        # Outside the block, and in another context, nothing is recorded.
+        top.render({"items": [3]})
+        thread = threading.Thread(target=top.render, args=({"items": [4]},))
+        with loader.recording(calls):
+            thread.start()
+            thread.join()
+        assert len(calls) == 4
+        # What the loader hands out stays the template itself, generators included.
+        assert loader.get_template("index.ptl:stream").function.__name__ == "stream"
+        assert list(loader.render("index.ptl:stream")) == ["a", htmltext("<li>b</li>")]
+        assert not hasattr(loader.get_template("layout.ptl:page").function, "__wrapped__")
+        assert module.page.__ptl_template__ == "html"  # the recorder looks like the template
+        assert top.call_arguments({"items": [], "other": 1}) == {"items": []}
+    finally:
+        loader.close()
+
+
+def test_a_failed_call_is_recorded_and_raises_the_template_s_error(tmp_path: Path) -> None:
+    loader = _recording_site(tmp_path)
+    try:
+        loader.get_template("index.ptl")
+        calls: list[tuple[str, Callable[..., object], dict[str, object]]] = []
+        with loader.recording(calls), pytest.raises(TypeError, match="page"):
+            loader.module("index.ptl").page()
+        assert calls == [("layout.ptl:page", calls[0][1], {})]
+    finally:
+        loader.close()
