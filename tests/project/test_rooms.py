@@ -1,8 +1,8 @@
 """One room per concern: the import layering of docs/architecture.md, and the shared rooms.
 
 The layering test parses every module of the package (ast, nothing imported) and
-checks that each import goes to the same layer or one below, and that the graph
-has no cycle but the one the document names.
+checks that each import goes to the same layer or one below, that the graph has no
+cycle, and that no room imports a module by its old (moved) name.
 """
 
 from __future__ import annotations
