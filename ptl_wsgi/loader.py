@@ -231,6 +231,12 @@ class Loader:
         self._last_good_modules: dict[str, ModuleType] = {}
         self._kept_modules: dict[str, ModuleType] = {}
         self._lock = RLock()
+        # When the templates of the loaded modules were last made to record
+        # (Loader.recording): the size of sys.modules and the purge count then.  Modules
+        # come and go with imports and purges, so the scan (of sys.modules) is skipped
+        # while neither changed.
+        self._recorded_at: tuple[int, int] | None = None
+        self._purges = 0
         self._install_package()
 
     def _install_package(self) -> None:
@@ -491,7 +497,10 @@ class Loader:
     def _record_templates(self) -> None:
         """Bind a recording function in place of each template of the loaded modules,
         wherever a module of this loader binds it (see :meth:`recording`)."""
+        if self._recorded_at == (len(sys.modules), self._purges):
+            return  # no module came or went: their templates record already
         with self._lock:
+            recorded_at = (len(sys.modules), self._purges)
             modules = self._own_modules()
             recorders: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
             for module in modules:
@@ -516,6 +525,7 @@ class Loader:
                     found = recorders.get(id(value))
                     if found is not None and found[0] is value:
                         namespace[attr] = found[1]
+            self._recorded_at = recorded_at
 
     def _describe_module(self, module_name: str) -> str:
         """A template file's name for this loader's modules, else the module's name."""
@@ -613,6 +623,7 @@ class Loader:
                 self._mtimes = stamps
 
     def _purge(self) -> None:
+        self._purges += 1
         prefix = self.package + "."
         for name in [n for n in sys.modules if n.startswith(prefix)]:
             module = sys.modules.pop(name)
@@ -655,10 +666,15 @@ def _call_arguments(
 ) -> dict[str, Any]:
     """*function*'s parameters bound to *args* and *kwargs*, defaults included ({} if
     they do not fit: the call itself raises)."""
-    import inspect  # here: only recording (tests) needs it
+    signature = getattr(function, "_ptl_signature", None)
+    if signature is None:
+        import inspect  # here: only recording (tests) needs it
 
+        signature = inspect.signature(function)
+        # Kept on the function: computed once per template, gone with its module.
+        function._ptl_signature = signature  # type: ignore[attr-defined]
     try:
-        bound = inspect.signature(function).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError:
         return {}
     bound.apply_defaults()
