@@ -1,7 +1,7 @@
 """Pure-Python twin of the ``ptl_wsgi._htmltext_c`` accelerator.
 
 This module is the reference: the C twin must behave exactly like it, and
-``tests/test_htmltext.py`` plus the differential property tests hold both to
+``tests/htmltext/test_htmltext.py`` plus the differential property tests hold both to
 that.  Do not import it directly; ``ptl_wsgi.html`` picks a twin and builds
 the public ``htmltext`` class on top of its ``HtmlTextBase``.
 

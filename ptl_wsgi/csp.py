@@ -6,7 +6,7 @@ the response's header, made by :func:`content_security_policy`, names it.
 
 * :func:`new_nonce`, :func:`csp_nonce`, :func:`nonce_scope` and
   :func:`content_security_policy` are the public API (also importable from
-  :mod:`ptl_wsgi.safety`, their former home);
+  ``ptl_wsgi.safety``, their former home, until 0.3);
 * :class:`RequestNonce` is one request's state, as :class:`ptl_wsgi.wsgi.CSP`,
   the Flask extension and Django's ``CSPMiddleware`` keep it;
   :func:`in_nonce_scope` runs a response body with a request's nonce current.
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
-from ptl_wsgi._iterate import in_context, setting
+from ptl_wsgi._iterate_in_context import in_context, setting
 from ptl_wsgi.escaping.nonce import CURRENT, USED, enter
 from ptl_wsgi.escaping.nonce import check as check_nonce
 
@@ -93,7 +93,7 @@ def csp_nonce() -> str:
     if nonce is None:
         raise LookupError(
             "no CSP nonce in this context: wrap the request in "
-            "ptl_wsgi.safety.nonce_scope() or call new_nonce() first"
+            "ptl_wsgi.csp.nonce_scope() or call new_nonce() first"
         )
     return nonce
 
@@ -121,7 +121,7 @@ def in_nonce_scope(
 
     A body is iterated after the request's scope was left (by the server,
     perhaps in another context).  Lists and the server's file wrapper are
-    returned as they are (see :func:`ptl_wsgi._iterate.in_context`).
+    returned as they are (see :func:`ptl_wsgi._iterate_in_context.in_context`).
     """
     USED[0] = True
     return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)

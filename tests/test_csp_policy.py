@@ -138,7 +138,7 @@ def test_every_integration_adds_the_hashes_on_request() -> None:
 # -- check --csp and csp-hashes ----------------------------------------------------------
 
 FINDINGS = """\
-from ptl_wsgi.safety import attrs
+from ptl_wsgi.beyond_escaping import attrs
 
 def page [html] (url, kind):
     '<button onclick="go()">Go</button>'

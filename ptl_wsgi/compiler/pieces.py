@@ -170,8 +170,8 @@ def _compiler_reads(unit: PercentUnit) -> bool:
     """Whether the compiler plans a literal format with *unit* (htmltext's % plans the rest).
 
     Narrower than str (and the run-time cut): no parentheses in a key, digits after a
-    ``.``, one length modifier (tests/test_review_attacks.py, 1: what that leaves to
-    htmltext's %).
+    ``.``, one length modifier (what that leaves to htmltext's %: finding 1 of
+    tests/escaping/test_escaping_attack_findings.py).
     """
     return (
         (unit.key is None or ")" not in unit.key)

@@ -17,6 +17,20 @@ import tokenize
 from importlib.util import decode_source
 from typing import Protocol, cast
 
+__all__ = [
+    "Spot",
+    "Templates",
+    "byte_col",
+    "char_col",
+    "fill_text",
+    "name_location",
+    "preprocess",
+    "split_lines",
+    "spot_of",
+    "syntax_error",
+    "tokenizer_error",
+]
+
 _STATEMENT_START = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
 _IGNORED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
 
@@ -25,10 +39,12 @@ Templates = dict[tuple[int, int], str]
 
 
 def byte_col(line: str, col: int) -> int:
+    """The UTF-8 column (the AST's) of character column *col* of *line*."""
     return len(line[:col].encode("utf-8"))
 
 
 def char_col(line: str, byte_col: int | None) -> int:
+    """The character column of UTF-8 column *byte_col* (the AST's) of *line*."""
     # (byte_col None: the end of the line, as a node without an end position has.)
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
@@ -118,6 +134,7 @@ def name_location(name: str, ref: Spot, lines: list[str]) -> Spot:
 
 
 def syntax_error(message: str, filename: str, lines: list[str], node: Spot) -> SyntaxError:
+    """A SyntaxError saying *message*, located at *node* in the ``.ptl`` *lines*."""
     lineno, end_lineno = node.lineno, node.end_lineno or node.lineno
     line = lines[lineno - 1]
     offset = char_col(line, node.col_offset) + 1
@@ -126,6 +143,8 @@ def syntax_error(message: str, filename: str, lines: list[str], node: Spot) -> S
 
 
 def split_lines(source: str | bytes, filename: str) -> list[str]:
+    """*source* decoded (bytes by their coding cookie, as CPython does) and split into lines;
+    a located SyntaxError for source that does not decode."""
     if isinstance(source, bytes):
         data = source
         try:
@@ -177,6 +196,7 @@ def fill_text(exc: SyntaxError, original: list[str]) -> SyntaxError:
 
 
 def tokenizer_error(exc: BaseException, filename: str, original: list[str]) -> SyntaxError:
+    """The tokenizer's error *exc* (what :func:`preprocess` returned) as a located SyntaxError."""
     if isinstance(exc, SyntaxError):
         exc.filename = filename
         return fill_text(exc, original)
