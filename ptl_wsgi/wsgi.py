@@ -42,9 +42,9 @@ from werkzeug.wrappers import Request, Response
 
 from ptl_wsgi._iterate import in_context, setting
 from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
-from ptl_wsgi.headers import HeaderError, check_headers, check_status
+from ptl_wsgi.headers import HeaderError, as_header_error, check_headers, check_status
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import is_html_type, is_markup, markup, text
+from ptl_wsgi.output import encoded, is_html_type, is_markup, markup, text
 from ptl_wsgi.tracebacks import entry_point
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) ->
     # A full content type ("text/plain; charset=...") must not get a second charset.
     kind: dict[str, Any] = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
     response = Response(**kind, **kwargs)
-    response.response = _encoded(chunks, _is_html(response))
+    response.response = encoded(chunks, _is_html(response))
     return response
 
 
@@ -144,33 +144,6 @@ def _is_html(response: Response) -> bool:
     # Browsers combine repeated Content-Type headers; more than one is treated as HTML.
     types = response.headers.getlist("Content-Type")
     return len(types) != 1 or is_html_type(types[0])
-
-
-class _encoded:
-    """Iterate *chunks* as bytes, forwarding ``close()`` to them."""
-
-    __slots__ = ("_chunks", "_html", "_iter")
-
-    def __init__(self, chunks: Iterable[Any], html: bool) -> None:
-        self._chunks = chunks
-        self._iter = iter(chunks)
-        self._html = html
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        chunk = next(self._iter)
-        if self._html:
-            return markup(chunk).encode("utf-8")
-        if isinstance(chunk, (bytes, bytearray)):
-            return bytes(chunk)
-        return text(chunk).encode("utf-8")
-
-    def close(self) -> None:
-        close = getattr(self._chunks, "close", None)
-        if close is not None:
-            close()
 
 
 def make_response(rv: Any, content_type: str | None = None) -> Response:
@@ -247,27 +220,6 @@ def request_line(environ: Mapping[str, Any]) -> str:
     line = f"{environ.get('REQUEST_METHOD', '?')} {readable(environ.get('PATH_INFO', ''))}"
     query = environ.get("QUERY_STRING")
     return f"{line}?{readable(query)}" if query else line
-
-
-def as_header_error(exc: BaseException) -> HeaderError | None:
-    """*exc* as a :class:`HeaderError` if it is one, or werkzeug refusing a header value.
-
-    Werkzeug's ``Headers`` raises ValueError for a CR or LF before ptl_wsgi's
-    own check sees the value (in a view that builds its own ``Response``); it
-    is the same refusal, so it gets the same answer.
-    """
-    if isinstance(exc, HeaderError):
-        return exc
-    if type(exc) is not ValueError or exc.__traceback__ is None:
-        return None
-    tb = exc.__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb.tb_frame.f_globals.get("__name__") != "werkzeug.datastructures.headers":
-        return None
-    error = HeaderError(f"werkzeug refused a header value: {exc}")
-    error.__cause__ = exc
-    return error
 
 
 def refusal(exc: HeaderError, environ: WSGIEnvironment) -> Response:
