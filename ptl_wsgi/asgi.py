@@ -162,7 +162,7 @@ class _CheckedSend:
                 return
             self.started = True
             if self._extra:
-                headers = list(message.get("headers") or ())
+                headers: list[tuple[bytes, bytes]] = list(message.get("headers") or ())
                 present = {bytes(name).lower() for name, _ in headers}
                 headers += [pair for pair in self._extra if pair[0] not in present]
                 message = {**message, "headers": headers}

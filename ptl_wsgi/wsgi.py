@@ -315,7 +315,7 @@ class _Checked:
                 return self._start_response(status, headers)
             return self._start_response(status, headers, exc_info)
 
-        return start  # type: ignore[return-value]
+        return start
 
 
 def _discard(data: bytes) -> None:
@@ -364,7 +364,7 @@ def call_checked(
     a status or header that a view could not send is a logged 400 here too.
     """
     checked = _Checked(environ, start_response)
-    body = app(environ, checked.start)  # type: ignore[arg-type]
+    body = app(environ, checked.start)
     if checked.refused is not None:
         close = getattr(body, "close", None)
         if close is not None:
