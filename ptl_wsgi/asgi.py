@@ -15,6 +15,8 @@ bare ASGI callable):
   token, a value with a control character (CR, LF, NUL, U+0085, ...) is
   refused with a logged ``400 Bad Request``, and whatever the application
   sends for it afterwards is dropped;
+* a request the framework cannot route but answers with a 500 of its own (Starlette's
+  ``{id:int}`` of more digits than ``int()`` reads) is the 404 it is;
 * :class:`CSP` does the same, and gives each request a fresh nonce:
   :func:`ptl_wsgi.csp.csp_nonce` returns it while the application runs (the
   request's task, its threads and its streamed body), it is in
@@ -62,6 +64,27 @@ _CSP_HEADER = HEADER.lower().encode("latin-1")
 _BODY_MESSAGES = frozenset(
     {"http.response.body", "http.response.zerocopysend", "http.response.pathsend"}
 )
+
+
+# What a framework raises for a request it cannot route, which it answers with a 500 of its
+# own: the exception's type, the module of the frame that raised it, and the right answer.
+# Starlette's int path convertor meets int()'s digit limit (a path of 5,000 digits).
+_CLIENT_ERRORS: tuple[tuple[type[Exception], str, int, str], ...] = (
+    (ValueError, "starlette.convertors", 404, "Not Found"),
+)
+
+
+def _client_error(exc: BaseException) -> tuple[int, str] | None:
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__")
+    for kind, where, status, reason in _CLIENT_ERRORS:
+        if type(exc) is kind and module == where:
+            return status, reason
+    return None
 
 
 def request_line(scope: Mapping[str, Any]) -> str:
@@ -147,10 +170,28 @@ class _CheckedSend:
         try:
             await app(self._scope, receive, self)
         except Exception as exc:
-            refused = as_header_error(exc)
-            if refused is None or self.started:
+            if self.started:
                 raise
-            await self.refuse(refused)
+            refused = as_header_error(exc)
+            if refused is not None:
+                await self.refuse(refused)
+                return
+            answer = _client_error(exc)
+            if answer is None:
+                raise
+            log.info("answered %s %s to %s: %s", *answer, request_line(self._scope), exc)
+            await self._answer(*answer)
+
+    async def _answer(self, status: int, reason: str) -> None:
+        self.started = True
+        body = f"{reason}\n".encode("ascii")
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            *self._extra,
+        ]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def __call__(self, message: Message) -> None:
         kind = message.get("type")

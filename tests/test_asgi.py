@@ -160,6 +160,23 @@ def test_other_errors_of_a_view_stay_500s():
     assert client.get("/value").status_code == 500
 
 
+@pytest.mark.parametrize("wrap", [Middleware, CSP])
+def test_a_huge_id_in_a_starlette_path_is_a_404(wrap):
+    # Starlette's int convertor calls int() on any run of digits: over 4,300 it raises.
+    def item(request):
+        return PlainTextResponse(str(request.path_params["id"] % 1000))
+
+    app = Starlette(routes=[Route("/items/{id:int}", item)])
+    app.add_middleware(wrap)
+    client = TestClient(app, raise_server_exceptions=False)
+    assert client.get("/items/12345").text == "345"
+    assert client.get("/items/" + "9" * 30).status_code == 200  # int() reads it
+    response = client.get("/items/" + "9" * 5000)
+    assert response.status_code == 404
+    if wrap is CSP:
+        assert "nonce-" in response.headers["content-security-policy"]
+
+
 @pytest.mark.parametrize("path", ["/nonce", "/sync"])
 def test_starlette_csp_nonce_matches_the_header(path):
     app = starlette_app((CSP, {"directives": {"img-src": "'self'"}}))
