@@ -250,3 +250,20 @@ def test_a_refused_wrapped_response_is_closed():
     response = get(Middleware(app))
     assert response.status_code == 400
     assert closed == [True]
+
+
+@pytest.mark.parametrize("char", ["\x85", "\x00", "\x0b"])
+def test_middleware_around_a_flask_app_holds_its_headers_to_the_policy(char):
+    # Flask checks only CR and LF (raising, a 500): the rest would reach the client.
+    from flask import Flask, request
+
+    app = Flask(__name__)
+
+    @app.get("/")
+    def page():
+        return ("ok", 200, {"X-Next": request.args["next"]})
+
+    app.wsgi_app = Middleware(app.wsgi_app)
+    response = app.test_client().get("/", query_string={"next": f"/a{char}Set-Cookie: s=1"})
+    assert response.status_code == 400
+    assert "X-Next" not in response.headers
