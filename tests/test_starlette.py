@@ -9,6 +9,7 @@ import re
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -271,6 +272,24 @@ def test_concurrent_streams_each_see_their_own_nonce(folder):
         )
 
 
+def test_nonce_reaches_views_behind_base_http_middleware(folder):
+    # BaseHTTPMiddleware runs the rest of the app in a task of its own: the context goes along.
+    from starlette.middleware.base import BaseHTTPMiddleware
+
+    async def passthrough(request, call_next):
+        return await call_next(request)
+
+    app = make_app(PTLTemplates(directory=folder), middleware=[CSP])
+    app.add_middleware(BaseHTTPMiddleware, dispatch=passthrough)  # added last: around CSP
+    inner = make_app(PTLTemplates(directory=folder))
+    inner.add_middleware(BaseHTTPMiddleware, dispatch=passthrough)
+    inner.add_middleware(CSP)  # CSP outermost, BaseHTTPMiddleware between it and the views
+    for application in (app, inner):
+        response = TestClient(application).get("/stream?n=1")
+        nonce = NONCE.search(response.headers["content-security-policy"]).group(1)
+        assert response.text.endswith(nonce)
+
+
 def test_fastapi_with_ptl_templates(folder):
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
@@ -348,3 +367,13 @@ def test_under_uvicorn(folder, tmp_path_factory):
         nonce = NONCE.search(headers["Content-Security-Policy"]).group(1)
         assert body.decode() == f"&lt;ul&gt;<li>&lt;b&gt;</li><li>2</li>{nonce}"
         assert "Content-Length" not in headers
+        # Concurrent streams: each body ends with its own response's nonce.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(lambda n: fetch(f"{base}/stream?i={n}"), range(24)))
+        seen = set()
+        for n, (status, headers, body) in enumerate(results):
+            assert status == 200
+            nonce = NONCE.search(headers["Content-Security-Policy"]).group(1)
+            assert body.decode() == f"&lt;ul&gt;<li>{n}</li>{nonce}"
+            seen.add(nonce)
+        assert len(seen) == len(results)
