@@ -91,6 +91,9 @@ def test_under_uvicorn():
         assert "&lt;script&gt;\ufffd" in body.decode()
         assert NONCE.search(headers["Content-Security-Policy"])
         assert fetch(base + "/facts/" + "9" * 5000)[0] == 404
+        status, _, body = fetch(base + "/no/%FF%3Cb%3E")  # a path that is not UTF-8
+        assert status == 404
+        assert "<code>/no/\ufffd&lt;b&gt;</code>" in body.decode()
         status, headers, body = fetch(base + "/stream")
         assert status == 200 and "Content-Length" not in headers
         assert body.decode().count("<li>") == len(load_site().FACTS)
