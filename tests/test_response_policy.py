@@ -267,3 +267,29 @@ def test_middleware_around_a_flask_app_holds_its_headers_to_the_policy(char):
     response = app.test_client().get("/", query_string={"next": f"/a{char}Set-Cookie: s=1"})
     assert response.status_code == 400
     assert "X-Next" not in response.headers
+
+
+@pytest.mark.parametrize("char", ["\x85", "\x00", "\x0b", "\x1c"])
+def test_djangos_csp_middleware_holds_a_views_headers_to_the_policy(char, caplog):
+    # Django refuses CR and LF itself (and MIME-encodes what is beyond Latin-1); the rest
+    # of the C0 and C1 controls would reach the client past CSPMiddleware.
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    from ptl_wsgi.contrib.django import CSPMiddleware
+
+    def page(request):
+        response = HttpResponse("secret")
+        response["X-Next"] = request.GET["next"]
+        return response
+
+    request = RequestFactory().get("/p", {"next": f"/a{char}Set-Cookie: s=1"})
+    with caplog.at_level(logging.WARNING, "ptl_wsgi"):
+        response = CSPMiddleware(page)(request)
+    assert response.status_code == 400
+    assert "X-Next" not in response.headers
+    assert b"secret" not in response.content
+    assert "nonce-" in response.headers["Content-Security-Policy"]
+    assert "refused GET /p?next=" in caplog.text
+    fine = CSPMiddleware(page)(RequestFactory().get("/p", {"next": "/ok"}))
+    assert (fine.status_code, fine.headers["X-Next"]) == (200, "/ok")
