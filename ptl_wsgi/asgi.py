@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.headers import HeaderError, as_header_error, check_header
+
+if TYPE_CHECKING:
+    from ptl_wsgi.loader import Loader
 
 __all__ = [
     "CSP",
@@ -94,7 +97,9 @@ def request_line(scope: Mapping[str, Any]) -> str:
     that are not are shown as ``\\xNN``.
     """
     raw_path = scope.get("raw_path")
-    if not isinstance(raw_path, bytes):
+    if isinstance(raw_path, bytes):
+        raw_path = raw_path.partition(b"?")[0]  # some servers and clients leave the query in it
+    else:
         raw_path = str(scope.get("path", "")).encode("utf-8", "surrogateescape")
     line = f"{scope.get('method', '?')} {raw_path.decode('utf-8', 'backslashreplace')}"
     query = scope.get("query_string")
@@ -222,7 +227,7 @@ class Middleware:
     *loader*, if given, is in ``scope["ptl_wsgi.loader"]`` for the application.
     """
 
-    def __init__(self, app: ASGIApp, loader: Any = None) -> None:
+    def __init__(self, app: ASGIApp, loader: Loader | None = None) -> None:
         self.app = app
         self.loader = loader
 
