@@ -110,13 +110,15 @@ def request_line(scope: Mapping[str, Any]) -> str:
 
 def _header_pairs(headers: Any) -> Iterable[tuple[str, str]]:
     """ASGI's ``[(name, value), ...]`` of bytes as Latin-1 str, as the header policy reads them."""
-    for pair in headers or ():
+    # The messages name types and positions, never a value: they go into the 400's body.
+    for index, pair in enumerate(headers or ()):
         try:
             name, value = pair
         except (TypeError, ValueError):
-            raise HeaderError(f"a header is a (name, value) pair, not {pair!r}") from None
+            raise HeaderError(f"header {index} is not a (name, value) pair") from None
         if not isinstance(name, bytes) or not isinstance(value, bytes):
-            raise HeaderError(f"an ASGI header name and value are bytes, not {pair!r}")
+            kinds = f"{type(name).__name__} and {type(value).__name__}"
+            raise HeaderError(f"header {index} has a {kinds}: ASGI headers are bytes")
         yield name.decode("latin-1"), value.decode("latin-1")
 
 
@@ -124,8 +126,10 @@ def check_response_start(message: Mapping[str, Any]) -> None:
     """Raise :class:`~ptl_wsgi.headers.HeaderError` unless the ``http.response.start``
     *message* has a status of ``100``-``599`` and headers that keep the header policy."""
     status = message.get("status")
-    if type(status) is not int or not 100 <= status <= 599:
-        raise HeaderError(f"status {status!r} is not an HTTP status code")
+    if type(status) is not int:
+        raise HeaderError(f"the status is a {type(status).__name__}, not an int")
+    if not 100 <= status <= 599:
+        raise HeaderError(f"status {status} is not an HTTP status code")
     for name, value in _header_pairs(message.get("headers")):
         check_header(name, value)
 

@@ -70,6 +70,7 @@ def test_a_malformed_response_start_is_a_400(start):
     response = TestClient(Middleware(app)).get("/")
     assert response.status_code == 400
     assert b"secret" not in response.content
+    assert b"not bytes" not in response.content  # the 400 never echoes a value
 
 
 def test_a_good_response_passes_untouched_and_the_loader_is_in_the_scope():
