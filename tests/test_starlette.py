@@ -242,6 +242,13 @@ def test_a_hostile_header_given_to_template_response_is_a_400(folder, char, capl
     assert "refused GET /echo" in caplog.text
 
 
+def test_a_hostile_media_type_is_a_400(folder):
+    client = TestClient(make_app(PTLTemplates(directory=folder)))
+    response = client.get("/plain", params={"type": "text/html\r\nSet-Cookie: s=1"})
+    assert response.status_code == 400
+    assert "set-cookie" not in response.headers
+
+
 def test_csp_nonce_reaches_templates_and_streams(folder):
     app = make_app(PTLTemplates(directory=folder), middleware=[CSP])
     with TestClient(app) as client:

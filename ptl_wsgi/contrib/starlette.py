@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from ptl_wsgi import output
 from ptl_wsgi.asgi import refusal_messages, scope_nonce
-from ptl_wsgi.headers import HeaderError, check_headers
+from ptl_wsgi.headers import HeaderError, check_header, check_headers
 from ptl_wsgi.loader import Loader, Template
 from ptl_wsgi.tracebacks import entry_point
 from ptl_wsgi.wsgi import debug_default
@@ -152,19 +152,20 @@ class PTLTemplates:
         The body's type is *media_type* (default ``text/html``), or a
         ``Content-Type`` in *headers*; when it is HTML by any spelling
         (:func:`ptl_wsgi.output.is_html_type`), output that is not markup is
-        escaped.  *headers* that break the header policy (a client's value
-        with a CR, LF, NUL, U+0085, ...) give the logged 400 instead.
+        escaped.  *headers* or a *media_type* that break the header policy (a
+        client's value with a CR, LF, NUL, U+0085, ...) give the logged 400 instead.
         """
         if not isinstance(request, Request):
             raise TypeError(
                 "TemplateResponse(request, name, context, ...) takes the request first, "
                 f"not {type(request).__name__!r}"
             )
-        if headers:
-            try:
-                check_headers(headers.items())
-            except HeaderError as exc:
-                return _Refused(exc, request)
+        try:
+            check_headers(headers.items() if headers else ())
+            if media_type is not None:
+                check_header("Content-Type", media_type)
+        except HeaderError as exc:
+            return _Refused(exc, request)
         context = dict(context or {})
         context.setdefault("request", request)
         for processor in self.context_processors:
