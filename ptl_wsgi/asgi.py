@@ -111,7 +111,8 @@ def request_line(scope: Mapping[str, Any]) -> str:
 def _header_pairs(headers: Any) -> Iterable[tuple[str, str]]:
     """ASGI's ``[(name, value), ...]`` of bytes as Latin-1 str, as the header policy reads them."""
     # The messages name types and positions, never a value: they go into the 400's body.
-    for index, pair in enumerate(headers or ()):
+    pairs: Iterable[Any] = headers or ()
+    for index, pair in enumerate(pairs):
         try:
             name, value = pair
         except (TypeError, ValueError):

@@ -63,10 +63,13 @@ def split_lines(head: str) -> list[str]:
 
 # Libraries that check or encode a header value themselves and raise before ptl_wsgi's
 # check sees it: the exception's type, and the modules of the frame that raises it.
-# Werkzeug's Headers refuses CR and LF; Starlette encodes every value as Latin-1.
+# Werkzeug's Headers refuses CR and LF; Starlette and Litestar encode every value as Latin-1.
 _LIBRARY_REFUSALS: tuple[tuple[type[Exception], tuple[str, ...]], ...] = (
     (ValueError, ("werkzeug.datastructures.headers",)),
-    (UnicodeEncodeError, ("starlette.datastructures", "starlette.responses")),
+    (
+        UnicodeEncodeError,
+        ("starlette.datastructures", "starlette.responses", "litestar.datastructures.headers"),
+    ),
 )
 
 

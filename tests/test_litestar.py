@@ -16,7 +16,12 @@ from litestar.template import TemplateConfig
 from litestar.testing import TestClient
 
 from ptl_wsgi.asgi import CSP, Middleware
-from ptl_wsgi.contrib.litestar import PTLTemplateEngine, Template, TemplateNotFound
+from ptl_wsgi.contrib.litestar import (
+    EXCEPTION_HANDLERS,
+    PTLTemplateEngine,
+    Template,
+    TemplateNotFound,
+)
 from ptl_wsgi.loader import Loader
 
 SCRIPT = "<script>alert(1)</script>"
@@ -207,3 +212,22 @@ def test_media_type_given_is_kept(folder):
         response = client.get("/text")
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
     assert response.text == "&lt;b&gt;a&lt;/b&gt;"  # markup always: safe under any type
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_header_value_beyond_latin1_is_a_400_with_the_handlers(folder, caplog, debug):
+    @get("/body", sync_to_thread=False)
+    def body() -> Response[str]:
+        return Response("\udc80")  # a body Litestar cannot encode: still its own 500
+
+    app = make_app(folder, exception_handlers=EXCEPTION_HANDLERS, logging_config=None)
+    app.register(body)
+    app.debug = debug
+    with caplog.at_level(logging.WARNING, "ptl_wsgi"), TestClient(app) as client:
+        for char in ("\u2028", "\u20ac"):
+            response = client.get("/echo", params={"next": f"/a{char}b"})
+            assert response.status_code == 400
+            assert "x-next" not in response.headers
+        assert client.get("/echo", params={"next": "/ok"}).status_code == 200
+        assert client.get("/body").status_code == 500
+    assert "refused GET /echo?next=%2Fa%E2%80%A8b" in caplog.text

@@ -32,13 +32,16 @@ but not ``"page.ptl:sidebar"`` or ``.py`` templates (give those
 from __future__ import annotations
 
 import functools
+import logging
 import mimetypes
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from litestar import Request, Response
 from litestar.enums import MediaType
 from litestar.exceptions import TemplateNotFoundException
+from litestar.exceptions.responses import create_exception_response
 from litestar.response.template import Template as _LitestarTemplate
 from litestar.template.base import (
     TemplateEngineProtocol,
@@ -49,12 +52,23 @@ from litestar.template.base import (
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output
-from ptl_wsgi.asgi import scope_nonce
+from ptl_wsgi.asgi import request_line, scope_nonce
+from ptl_wsgi.headers import as_header_error
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.tracebacks import entry_point
 from ptl_wsgi.wsgi import debug_default
 
-__all__ = ["PTLTemplate", "PTLTemplateEngine", "Template", "TemplateNotFound", "is_ptl_name"]
+__all__ = [
+    "EXCEPTION_HANDLERS",
+    "PTLTemplate",
+    "PTLTemplateEngine",
+    "Template",
+    "TemplateNotFound",
+    "is_ptl_name",
+    "refuse_header",
+]
+
+log = logging.getLogger(__name__)
 
 Directory = str | os.PathLike[str]
 
@@ -170,6 +184,34 @@ class PTLTemplateEngine(TemplateEngineProtocol[PTLTemplate, Mapping[str, Any]]):
             # Litestar builds it from the escaped token: markup, as Jinja2 gets it.
             values["csrf_input"] = htmltext(csrf_input)
         return htmltext("").join(output.chunks(template.render(values)))
+
+
+def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Litestar's exception handler for a header value it cannot encode: the logged 400.
+
+    Litestar encodes header values as Latin-1 inside its exception handling,
+    so a client's value beyond Latin-1 copied into a header would be its 500;
+    any other error gets Litestar's own answer.  Installed by
+    ``Litestar(..., exception_handlers=EXCEPTION_HANDLERS)``.
+    """
+    refused = as_header_error(exc)
+    if refused is None:
+        if request.app.debug:
+            from litestar.exceptions.responses._debug_response import create_debug_response
+
+            return create_debug_response(request, exc)
+        return create_exception_response(request, exc)
+    log.warning("refused %s: %s", request_line(request.scope), refused)
+    return Response(
+        f"Bad Request: the response would carry an invalid header: {refused}\n",
+        status_code=400,
+        media_type=MediaType.TEXT,
+    )
+
+
+#: ``Litestar(exception_handlers=EXCEPTION_HANDLERS)``: :func:`refuse_header` for the error
+#: Litestar raises for a header value beyond Latin-1.
+EXCEPTION_HANDLERS: dict[type[Exception], Any] = {UnicodeEncodeError: refuse_header}
 
 
 class Template(_LitestarTemplate):
