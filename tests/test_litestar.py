@@ -231,3 +231,16 @@ def test_a_header_value_beyond_latin1_is_a_400_with_the_handlers(folder, caplog,
         assert client.get("/echo", params={"next": "/ok"}).status_code == 200
         assert client.get("/body").status_code == 500
     assert "refused GET /echo?next=%2Fa%E2%80%A8b" in caplog.text
+
+
+def test_auto_reload_follows_the_apps_debug(folder):
+    import os
+    import time
+
+    with TestClient(make_app(folder, debug=True)) as client:
+        assert client.get("/sidebar", params={"name": "a"}).text == "<aside>a</aside>"
+        page = folder / "index.ptl"
+        page.write_text(page.read_text().replace("<aside>", "<nav>").replace("</aside>", "</nav>"))
+        stamp = time.time() + 5
+        os.utime(page, (stamp, stamp))
+        assert client.get("/sidebar", params={"name": "a"}).text == "<nav>a</nav>"

@@ -293,3 +293,21 @@ def test_djangos_csp_middleware_holds_a_views_headers_to_the_policy(char, caplog
     assert "refused GET /p?next=" in caplog.text
     fine = CSPMiddleware(page)(RequestFactory().get("/p", {"next": "/ok"}))
     assert (fine.status_code, fine.headers["X-Next"]) == (200, "/ok")
+
+
+def test_a_wrapped_generator_app_that_starts_late_is_refused_too():
+    # start_response called at the first step of the body, as a generator app does.
+    steps = []
+
+    def app(environ, start_response):
+        start_response("200 OK", [("X-Bad", "a\x85b")])
+        steps.append("started")
+        yield b"secret"
+        steps.append("went on")
+        yield b"more"
+
+    response = get(CSP(Middleware(app)))
+    assert response.status_code == 400
+    assert b"secret" not in response.data and b"more" not in response.data
+    assert steps == ["started"]
+    assert "nonce-" in response.headers["Content-Security-Policy"]
