@@ -25,7 +25,7 @@ bare ASGI callable):
 
 Bodies are the framework's: the integrations (:mod:`ptl_wsgi.contrib.starlette`,
 :mod:`ptl_wsgi.contrib.litestar`) send template output through
-:mod:`ptl_wsgi.output`.  WebSocket and lifespan scopes pass through untouched.
+:mod:`ptl_wsgi.output_policy`.  WebSocket and lifespan scopes pass through untouched.
 """
 
 from __future__ import annotations

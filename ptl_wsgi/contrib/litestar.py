@@ -15,7 +15,7 @@
 
 Names are the :class:`~ptl_wsgi.loader.Loader`'s (``"blog/post.ptl"``,
 ``"blog/post.ptl:sidebar"``).  A render returns markup: output that is not
-markup is escaped (:mod:`ptl_wsgi.output`), a generator template's chunks
+markup is escaped (:mod:`ptl_wsgi.output_policy`), a generator template's chunks
 joined.  The context is Litestar's (``request``, ``csrf_input`` as markup)
 plus the registered callables (``url_for``, ``csrf_token``,
 ``url_for_static_asset``, and any :meth:`~PTLTemplateEngine.register_template_callable`
@@ -51,7 +51,7 @@ from litestar.template.base import (
 )
 
 from ptl_wsgi import loader as _loader
-from ptl_wsgi import output
+from ptl_wsgi import output_policy
 from ptl_wsgi.asgi import request_line, scope_nonce
 from ptl_wsgi.headers import as_header_error
 from ptl_wsgi.html import htmltext
@@ -183,7 +183,7 @@ class PTLTemplateEngine(TemplateEngineProtocol[PTLTemplate, Mapping[str, Any]]):
         if type(csrf_input) is str:
             # Litestar builds it from the escaped token: markup, as Jinja2 gets it.
             values["csrf_input"] = htmltext(csrf_input)
-        return htmltext("").join(output.chunks(template.render(values)))
+        return htmltext("").join(output_policy.chunks(template.render(values)))
 
 
 def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

@@ -14,7 +14,7 @@ the context, ``url_for`` (the request's) is given to every template,
 ``context_processors`` add to the context, and the test client reports
 ``response.template`` and ``response.context``.  Names are the
 :class:`~ptl_wsgi.loader.Loader`'s (``"blog/post.ptl"``, ``"blog/post.ptl:sidebar"``);
-bodies go through :mod:`ptl_wsgi.output`; a generator template is sent as a
+bodies go through :mod:`ptl_wsgi.output_policy`; a generator template is sent as a
 stream, each chunk escaped as it is produced.  Under
 :class:`ptl_wsgi.asgi.CSP` templates get the request's nonce as ``csp_nonce``.
 """
@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ptl_wsgi import output
+from ptl_wsgi import output_policy
 from ptl_wsgi.asgi import refusal_messages, scope_nonce
 from ptl_wsgi.headers import HeaderError, check_header, check_headers
 from ptl_wsgi.loader import Loader, Template
@@ -151,7 +151,7 @@ class PTLTemplates:
 
         The body's type is *media_type* (default ``text/html``), or a
         ``Content-Type`` in *headers*; when it is HTML by any spelling
-        (:func:`ptl_wsgi.output.is_html_type`), output that is not markup is
+        (:func:`ptl_wsgi.output_policy.is_html_type`), output that is not markup is
         escaped.  *headers* or a *media_type* that break the header policy (a
         client's value with a CR, LF, NUL, U+0085, ...) give the logged 400 instead.
         """
@@ -180,7 +180,7 @@ class PTLTemplates:
         values.update(context)
         result = template.render(values)
         content_type = _content_type(headers) or media_type or HTML
-        html = output.is_html_type(content_type)
+        html = output_policy.is_html_type(content_type)
         kwargs: dict[str, Any] = {
             "status_code": status_code,
             "headers": headers,
@@ -188,9 +188,9 @@ class PTLTemplates:
             "background": background,
         }
         if isinstance(result, Iterator):
-            stream = output.encoded(result, html)
+            stream = output_policy.encoded(result, html)
             return TemplateStreamingResponse(template, context, stream, **kwargs)
-        return TemplateResponse(template, context, output.body_bytes(result, html), **kwargs)
+        return TemplateResponse(template, context, output_policy.body_bytes(result, html), **kwargs)
 
 
 def _content_type(headers: Mapping[str, str] | None) -> str | None:
