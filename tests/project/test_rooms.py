@@ -49,10 +49,12 @@ LAYERS: dict[str, int] = {
     "i18n": 3,
     "loader": 3,
     "wsgi": 4,
+    "asgi": 4,
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
          "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_django",
-         "contrib.flask", "contrib.django", "contrib.django_i18n",
+         "contrib.flask", "contrib.django", "contrib.django_i18n", "contrib.starlette",
+         "contrib.litestar",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",
          "contrib.django_i18n.management.commands.makemessages"],
         5,

@@ -86,6 +86,14 @@ def test_end_to_end_script_runs() -> None:
 
 
 @pytest.mark.slow
+def test_asgi_pages_script_runs() -> None:
+    result = run_script("benchmarks/asgi_pages.py", "--rounds", "1", "--seconds", "0.005")
+    assert_verdicts_agree(result, 3)  # template part, whole request, under the middleware
+    for line in ("| template part | Jinja2 |", "| whole request | PTL, CSP(Middleware(app)) |"):
+        assert line in result.stdout
+
+
+@pytest.mark.slow
 def test_serve_pages_script_runs_and_stops_its_servers() -> None:
     result = run_script("benchmarks/serve_pages.py", "--requests", "20", "--rounds", "1")
     assert_verdicts_agree(result, 2)
