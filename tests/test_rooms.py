@@ -47,7 +47,8 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
          "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_django",
-         "contrib.flask", "contrib.django", "contrib.django_i18n",
+         "contrib.flask_core", "contrib.flask", "contrib.quart", "contrib.django",
+         "contrib.django_i18n",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",
          "contrib.django_i18n.management.commands.makemessages"],
         5,
