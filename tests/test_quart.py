@@ -519,3 +519,16 @@ def test_a_bad_template_is_a_500_not_a_leak_through_the_test_client(tmp_path: Pa
     status, _headers, body = run(get(app, "/"))
     assert status == 500
     assert "s3cr3t" not in body and "def render" not in body
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["async def render(name):\n    return name\n", "async def render(name):\n    yield name\n"],
+)
+def test_an_async_function_is_no_template_and_says_so(tmp_path: Path, source: str) -> None:
+    # Sent on, a coroutine would be escaped as "<coroutine object ...>", never run.
+    write_files(tmp_path, {"page.ptl": source})
+    app = make_app(tmp_path)
+    PTL(app)
+    with pytest.raises(TemplateNotFound, match=r"'render' in page.ptl is an ordinary function"):
+        in_request(app, lambda: quart.render_template("page.ptl", name="x"))
