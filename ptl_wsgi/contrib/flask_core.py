@@ -23,7 +23,14 @@ import functools
 import os
 import threading
 import types
-from collections.abc import AsyncIterator, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    MutableMapping,
+    Sequence,
+)
 from typing import Any
 
 import jinja2
@@ -234,12 +241,13 @@ class PTLTemplate(jinja2.Template):
         """A template of *app*'s loader (or *fixed*, from a string), without Jinja2 source."""
         # Jinja2's public constructor of a template from a compiled module's namespace
         # (its ModuleLoader's): Template() itself would compile Jinja2 source.
-        namespace = {"name": name, "__file__": filename, "blocks": {}, "root": None}
+        namespace: dict[str, Any] = {"name": name, "__file__": filename, "blocks": {}}
+        namespace["root"] = None
         namespace["debug_info"] = ""
         template = cls.from_module_dict(environment, namespace, globals)
         assert isinstance(template, PTLTemplate)
         # What Jinja2's compiled {% include %} calls; always current, the loader reloads.
-        template.root_render_func = template._included  # type: ignore[method-assign]
+        template.root_render_func = template._included
         template._app = app
         template._fixed, template._fixed_module = fixed if fixed else (None, None)
         template._as_text = False
@@ -282,7 +290,7 @@ class PTLTemplate(jinja2.Template):
         nonce = self._app.extensions[EXTENSION].framework.request_nonce()
         return produced if nonce is None else iter(in_nonce_scope(produced, nonce))
 
-    async def generate_async(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def generate_async(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, object]:
         """:meth:`generate` for an async environment: each step runs in the event loop."""
         steps = self.generate(*args, **kwargs)
         try:
@@ -355,6 +363,7 @@ def text_version(template: jinja2.Template) -> jinja2.Template:
     if not isinstance(template, PTLTemplate):
         return template
     fixed = (template._fixed, template._fixed_module) if template._fixed is not None else None
+    assert template.filename is not None  # a PTLTemplate's always is
     twin = PTLTemplate.create(
         template.environment, template._app, template.name, template.filename,
         template.globals, fixed,  # type: ignore[arg-type]

@@ -57,7 +57,10 @@ class _Quart(_core.Framework):
     name = "Quart"
 
     def request_nonce(self) -> str | None:
-        return request.scope.get(CSP_NONCE_KEY) if has_request_context() else None
+        if not has_request_context():
+            return None
+        nonce = request.scope.get(CSP_NONCE_KEY)
+        return nonce if isinstance(nonce, str) else None
 
     def blueprint(self) -> str | None:
         return request.blueprint if has_request_context() else None
@@ -174,8 +177,8 @@ def _csp_on() -> bool:
 
 def _request_nonce() -> str:
     """The request's nonce; the first call opens its scope, which teardown closes."""
-    nonce: str | None = request.scope.get(CSP_NONCE_KEY)
-    if nonce is None:
+    nonce = request.scope.get(CSP_NONCE_KEY)
+    if not isinstance(nonce, str):
         state = RequestNonce(request.scope)  # type: ignore[arg-type]
         setattr(request, _STATE_ATTR, state)
         nonce = state.open()
