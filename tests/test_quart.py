@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import traceback
@@ -532,3 +533,46 @@ def test_an_async_function_is_no_template_and_says_so(tmp_path: Path, source: st
     PTL(app)
     with pytest.raises(TemplateNotFound, match=r"'render' in page.ptl is an ordinary function"):
         in_request(app, lambda: quart.render_template("page.ptl", name="x"))
+
+
+def test_explain_template_loading_logs_every_ptl_folder(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(APP, EXPLAIN_TEMPLATE_LOADING=True)
+    PTL(app)
+    app.register_blueprint(Blueprint("one", __name__, template_folder=str(BP_ONE)))
+    with caplog.at_level(logging.INFO, logger=app.logger.name):
+        in_request(app, lambda: render_template("both.ptl"))
+    log = "\n".join(record.getMessage() for record in caplog.records)
+    assert "Locating template 'both.ptl':" in log
+    assert f"trying PTL folder of application {__name__!r}" in log
+    assert f"-> found ({str(BP_ONE / 'both.ptl')!r})" in log
+
+
+def test_a_websocket_handler_renders_ptl() -> None:
+    app = make_app()
+    PTL(app)
+
+    @app.websocket("/ws")
+    async def ws() -> None:
+        name = await quart.websocket.receive()
+        await quart.websocket.send(await render_template("index.ptl", name=name))
+
+    async def talk() -> str:
+        async with app.test_client().websocket("/ws") as socket:
+            await socket.send("<ws>")
+            return str(await socket.receive())
+
+    assert run(talk()) == "<p>Hello, &lt;ws&gt;!</p>"
+
+
+def test_render_text_in_an_app_context_without_a_request() -> None:
+    # A mail sent from a background task or a command: no request, no nonce, same context rules.
+    app = make_app(PTL_CSP=True)
+    PTL(app)
+
+    async def body() -> str:
+        async with app.app_context():
+            return await render_text("mail.ptl", user="<Ann>")
+
+    assert run(body()) == "Dear <Ann>, R&D <team> says hi."
