@@ -576,3 +576,21 @@ def test_render_text_in_an_app_context_without_a_request() -> None:
             return await render_text("mail.ptl", user="<Ann>")
 
     assert run(body()) == "Dear <Ann>, R&D <team> says hi."
+
+
+def test_an_error_in_a_streamed_template_shows_its_ptl_frame(tmp_path: Path) -> None:
+    write_files(
+        tmp_path,
+        {"stream.ptl": "def render(items):\n    for item in items:\n        yield str(1 / item)\n"},
+    )
+    app = make_app(tmp_path)
+    PTL(app)
+
+    async def body() -> list[str]:
+        return [chunk async for chunk in await stream_template("stream.ptl", items=[1, 0])]
+
+    with pytest.raises(ZeroDivisionError) as info:
+        in_request(app, body)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert (os.path.basename(frames[-1].filename), frames[-1].lineno) == ("stream.ptl", 3)
+    assert not any(f.filename.endswith("flask_core.py") and f.name == "_call" for f in frames)
