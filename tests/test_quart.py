@@ -594,3 +594,21 @@ def test_an_error_in_a_streamed_template_shows_its_ptl_frame(tmp_path: Path) -> 
     frames = traceback.extract_tb(info.value.__traceback__)
     assert (os.path.basename(frames[-1].filename), frames[-1].lineno) == ("stream.ptl", 3)
     assert not any(f.filename.endswith("flask_core.py") and f.name == "_call" for f in frames)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../secret.ptl", "sub/../../secret.ptl", "/abs/secret.ptl", "sub\\..\\..\\secret.ptl",
+     "secret.ptl\x00.html", "~/secret.ptl", "secret.ptl:__class__"],
+)  # fmt: skip
+def test_a_hostile_name_reads_nothing_outside_the_template_folders(
+    tmp_path: Path, name: str
+) -> None:
+    # A name that reaches render_template from a request must not climb out of the folders.
+    write_files(tmp_path, {"secret.ptl": "def render [html] ():\n    'SECRET'\n"})
+    (tmp_path / "templates" / "sub").mkdir(parents=True)
+    app = make_app(tmp_path / "templates")
+    PTL(app)
+    with pytest.raises(jinja2.TemplateNotFound) as info:
+        in_request(app, lambda: render_template(name))
+    assert "SECRET" not in str(info.value)
