@@ -612,3 +612,15 @@ def test_a_hostile_name_reads_nothing_outside_the_template_folders(
     with pytest.raises(jinja2.TemplateNotFound) as info:
         in_request(app, lambda: render_template(name))
     assert "SECRET" not in str(info.value)
+
+
+def test_a_loader_set_later_on_an_environment_made_before_ptl_is_wrapped_too() -> None:
+    app = make_app()
+    app.add_template_global("early", "made")  # creates app.jinja_env now
+    PTL(app)
+    env = app.jinja_env
+    env.loader = jinja2.FileSystemLoader(str(APP))  # by hand, after PTL(app)
+    with pytest.raises(jinja2.TemplateNotFound, match="no Jinja2 source"):
+        env.loader.get_source(env, "index.ptl")
+    page = in_request(app, lambda: quart.render_template("index.ptl", name="<h>"))
+    assert page == "<p>Hello, &lt;h&gt;!</p>"
