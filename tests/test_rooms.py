@@ -46,7 +46,8 @@ LAYERS: dict[str, int] = {
     "wsgi": 4,
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
-         "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_django",
+         "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_quart",
+         "contrib.forms_django",
          "contrib.flask_core", "contrib.flask", "contrib.quart", "contrib.django",
          "contrib.django_i18n",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",

@@ -21,7 +21,8 @@ processors (async ones too), template globals, both signals, blueprints'
 template folders, lists of names, ``PTL_AUTO_RELOAD``, ``PTL_SEARCH_PATH``,
 ``PTL_CSP`` and ``PTL_CSP_DIRECTIVES`` work as in Flask.  This module adds
 what is Quart's own: async request hooks for the CSP nonce (kept in the
-request's ASGI scope) and awaitable render functions.
+request's ASGI scope), awaitable render functions, and :func:`form_data` for
+forms (a Quart request's form is read with ``await``).
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ from ptl_wsgi import output
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
 from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
+from ptl_wsgi.forms.inputs import FormData
 
 __all__ = [
     "PTL",
     "PTLTemplate",
     "TemplateNotFound",
     "TemplatesNotFound",
+    "form_data",
     "get_loader",
     "render_template",
     "render_template_string",
@@ -81,6 +84,11 @@ class PTL:
         ``.ptl`` names in ``app.jinja_env`` and the CSP request hooks (idle unless
         ``PTL_CSP`` is true)."""
         _core.set_up(app, _QUART)
+        # Forms made in a request get Quart's CSRF policy whatever they are given.
+        from ptl_wsgi.contrib.forms_quart import adapter
+        from ptl_wsgi.forms.adapters import register
+
+        register(adapter)
         # Async hooks: Quart runs a sync one in a worker thread, whose context variables
         # (the nonce's scope) would not reach the view.  First of the app's hooks, so that
         # one answering early (a login redirect) has a nonce.
@@ -164,6 +172,15 @@ async def render_text(name: str | Sequence[str], /, **context: Any) -> str:
     app = _app()
     template = _core.text_version(app.jinja_env.get_or_select_template(name))  # type: ignore[arg-type]
     return output.text(await quart.render_template(template, **context))  # type: ignore[arg-type]
+
+
+async def form_data(method: str = "post") -> FormData:
+    """The current request's submission for a form with HTTP *method*, read (awaited):
+    ``Form(await form_data())`` in a view, protected by Quart's CSRF policy."""
+    real = request._get_current_object()  # type: ignore[attr-defined]
+    if method.lower() == "get":
+        return FormData(real.method, real.args, None, real)
+    return FormData(real.method, await real.form, await real.files, real)
 
 
 # -- Content-Security-Policy nonce: one scope per request -------------------------------------
