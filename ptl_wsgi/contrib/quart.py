@@ -81,8 +81,8 @@ class PTL:
 
     def init_app(self, app: Quart) -> None:
         """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
-        ``.ptl`` names in ``app.jinja_env`` and the CSP request hooks (idle unless
-        ``PTL_CSP`` is true)."""
+        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
+        ``PTL_CSP`` is true) and Quart's CSRF policy for forms."""
         _core.set_up(app, _QUART)
         # Forms made in a request get Quart's CSRF policy whatever they are given.
         from ptl_wsgi.contrib.forms_quart import adapter
