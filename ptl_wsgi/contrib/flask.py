@@ -19,7 +19,7 @@ through (:mod:`ptl_wsgi.contrib.flask_core`, shared with the Quart extension):
 its loader is wrapped so that a ``.ptl`` name (``"dir/file.ptl"``,
 ``"dir/file.ptl:function"``) loads a :class:`PTLTemplate`, a
 :class:`jinja2.Template` whose rendering calls the PTL template and sends its
-output through :mod:`ptl_wsgi.output`.  Flask does the rest as for Jinja2:
+output through :mod:`ptl_wsgi.output_policy`.  Flask does the rest as for Jinja2:
 context processors, globals, both signals, streaming, lists of names.  Jinja2
 never sees a ``.ptl`` file's source: ``{% include %}`` of a ``.ptl`` name
 renders it, ``{% import %}`` gives its functions, ``{% extends %}`` is an error.
@@ -49,7 +49,7 @@ import jinja2
 from flask import Flask, Response, current_app, has_request_context, request
 
 from ptl_wsgi import loader as _loader
-from ptl_wsgi import output
+from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
 from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
@@ -185,11 +185,11 @@ def render_text(
     with nothing escaped, for mail bodies and ``text/plain`` responses.
 
     Context processors, globals and signals are as for :func:`render_template`;
-    the output is :func:`ptl_wsgi.output.text`, never fit for an HTML response.
+    the output is :func:`ptl_wsgi.output_policy.text`, never fit for an HTML response.
     """
     app = _app()
     template = app.jinja_env.get_or_select_template(name)  # type: ignore[arg-type]
-    return output.text(flask.render_template(_core.text_version(template), **context))
+    return output_policy.text(flask.render_template(_core.text_version(template), **context))
 
 
 # -- Content-Security-Policy nonce: one scope per request context -----------------------------

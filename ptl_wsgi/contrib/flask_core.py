@@ -6,7 +6,7 @@ context processors, sends the signals and renders what
 ``get_or_select_template`` returned.  So one seam serves both: the
 environment's loader is wrapped, a ``.ptl`` (or ``.py``) name loads a
 :class:`PTLTemplate`, a :class:`jinja2.Template` whose rendering calls the PTL
-template through :mod:`ptl_wsgi.output`, and every other name goes to the
+template through :mod:`ptl_wsgi.output_policy`, and every other name goes to the
 framework's own loader.  Flask calls ``render``/``generate``, Quart
 ``render_async``/``generate_async``; Jinja2's own ``{% include %}`` and
 ``{% import %}`` work in either mode.
@@ -14,7 +14,7 @@ framework's own loader.  Flask calls ``render``/``generate``, Quart
 What differs between the frameworks (their request and app proxies, where a
 request keeps its CSP nonce) is a :class:`Framework` the extension module
 passes in; docs/integrations.md lists the Jinja2 and Flask names this relies
-on, and tests/test_flask_seam.py pins each of them.
+on, and tests/integrations/test_flask_seam.py pins each of them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from jinja2.defaults import DEFAULT_NAMESPACE
 from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
-from ptl_wsgi import output
+from ptl_wsgi import output_policy
 from ptl_wsgi.csp import HEADER as CSP_HEADER
 from ptl_wsgi.csp import content_security_policy, in_nonce_scope
 from ptl_wsgi.html import htmltext
@@ -220,7 +220,7 @@ class PTLTemplate(jinja2.Template):
     in Jinja2), ``filename`` its file.  :meth:`render` returns ``htmltext``,
     :meth:`generate` yields ``htmltext`` chunks (and ``render_async``,
     ``generate_async`` the same for Quart): output that is not markup is escaped
-    (:func:`ptl_wsgi.output.chunks`).
+    (:func:`ptl_wsgi.output_policy.chunks`).
     """
 
     _app: App
@@ -271,8 +271,8 @@ class PTLTemplate(jinja2.Template):
         """The output as one ``htmltext`` (as raw ``str`` for ``render_text``)."""
         result = self._call(dict(*args, **kwargs))
         if self._as_text:
-            return output.text(result)
-        return htmltext("").join(output.chunks(result))
+            return output_policy.text(result)
+        return htmltext("").join(output_policy.chunks(result))
 
     async def render_async(self, *args: Any, **kwargs: Any) -> Any:
         """:meth:`render` for an async environment (Quart's): PTL templates run at once."""
@@ -306,9 +306,9 @@ class PTLTemplate(jinja2.Template):
         __traceback_hide__ = __tracebackhide__ = True
         try:
             if self._as_text:
-                yield output.text(self._call(context))
+                yield output_policy.text(self._call(context))
             else:
-                yield from output.chunks(self._call(context))
+                yield from output_policy.chunks(self._call(context))
         except Exception as exc:
             raise without_internal_frames(exc)  # noqa: B904 (the same exception)
 
@@ -321,7 +321,7 @@ class PTLTemplate(jinja2.Template):
                 f"a Jinja2 template cannot extend the PTL template {self.name!r}; "
                 "include it, or call its functions, instead"
             )
-        chunks = output.chunks(self._call(context.get_all()))
+        chunks = output_policy.chunks(self._call(context.get_all()))
         return _async_steps(chunks) if self.environment.is_async else chunks
 
     def make_module(
@@ -384,7 +384,7 @@ class _PTLModule:
 
     @property
     def _body_stream(self) -> list[htmltext]:
-        return list(output.chunks(self._template._call(self._context)))
+        return list(output_policy.chunks(self._template._call(self._context)))
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("_"):  # private, as Jinja2's macros starting with _

@@ -35,7 +35,7 @@ import quart
 from quart import Quart, Response, current_app, has_request_context, request
 
 from ptl_wsgi import loader as _loader
-from ptl_wsgi import output
+from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
 from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
@@ -166,12 +166,12 @@ async def render_text(name: str | Sequence[str], /, **context: Any) -> str:
     with nothing escaped, for mail bodies and ``text/plain`` responses.
 
     Context processors, globals and signals are as for :func:`render_template`;
-    the output is :func:`ptl_wsgi.output.text`, never fit for an HTML response.
+    the output is :func:`ptl_wsgi.output_policy.text`, never fit for an HTML response.
     """
     __traceback_hide__ = __tracebackhide__ = True
     app = _app()
     template = _core.text_version(app.jinja_env.get_or_select_template(name))  # type: ignore[arg-type]
-    return output.text(await quart.render_template(template, **context))  # type: ignore[arg-type]
+    return output_policy.text(await quart.render_template(template, **context))  # type: ignore[arg-type]
 
 
 async def form_data(method: str = "post") -> FormData:
