@@ -18,8 +18,9 @@ It runs, one after the other, each in its own process and with this interpreter:
 * ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
   a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
   one-file CGI example per request (at most 8 ms over ``python -c pass``);
-* ``benchmarks/end_to_end.py``: the page through Flask's ``render_template``
-  and Django's ``render_to_string``, template part and whole request;
+* ``benchmarks/end_to_end.py``: the page through Flask's and Quart's
+  ``render_template`` and Django's ``render_to_string``, template part and
+  whole request;
 * ``benchmarks/asgi_pages.py``: the page through Starlette's ``TemplateResponse``
   (PTLTemplates against Jinja2Templates), and the ASGI middleware's cost;
 * ``benchmarks/serve_pages.py``: the same page served by gunicorn, requests/s.
