@@ -134,6 +134,19 @@ def test_every_integration_adds_the_hashes_on_request() -> None:
         response = CSPMiddleware(lambda request: HttpResponse("x"))(RequestFactory().get("/"))
     assert HASH in response["Content-Security-Policy"]
 
+    from starlette.responses import HTMLResponse
+    from starlette.testclient import TestClient
+
+    from ptl_wsgi.asgi import CSP as ASGICSP
+
+    async def asgi_app(scope: Any, receive: Any, send: Any) -> None:
+        await HTMLResponse("x")(scope, receive, send)
+
+    with TestClient(ASGICSP(asgi_app, hashes=[HASH])) as client:
+        assert HASH in client.get("/").headers["Content-Security-Policy"]
+    with pytest.raises(ValueError, match="invalid CSP hash"):
+        ASGICSP(asgi_app, hashes=["sha256-x"])
+
 
 # -- check --csp and csp-hashes ----------------------------------------------------------
 
