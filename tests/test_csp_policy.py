@@ -142,8 +142,8 @@ def test_every_integration_adds_the_hashes_on_request() -> None:
     async def asgi_app(scope: Any, receive: Any, send: Any) -> None:
         await HTMLResponse("x")(scope, receive, send)
 
-    with TestClient(ASGICSP(asgi_app, hashes=[HASH])) as client:
-        assert HASH in client.get("/").headers["Content-Security-Policy"]
+    client = TestClient(ASGICSP(asgi_app, hashes=[HASH]))  # (no lifespan: a bare app)
+    assert HASH in client.get("/").headers["Content-Security-Policy"]
     with pytest.raises(ValueError, match="invalid CSP hash"):
         ASGICSP(asgi_app, hashes=["sha256-x"])
 
