@@ -24,7 +24,7 @@ from werkzeug.test import Client
 from ptl_wsgi.publish import Directory, Publisher, redirect
 from ptl_wsgi.wsgi import CSP, Middleware, Response, view
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMUGGLED = "/\r\nSet-Cookie: session=attacker"
 BREAKS = ["\r", "\n", "\r\n", "\x00", "\x0b", "\x85", "\u2028"]
 
