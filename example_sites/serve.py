@@ -168,9 +168,13 @@ def starlette_site() -> Site:
 
 def cgi_site() -> Site:
     from ptl_wsgi.cgiapp import CGIGateway
+    from ptl_wsgi.csp import NONCE
+    from ptl_wsgi.wsgi import CSP
 
     # The script's #! line runs `python3 -m ptl_wsgi.cgiapp`: this Python must come first.
     gateway = CGIGateway(CGI_SCRIPT, env={"PATH": f"{sys.prefix}/bin:/usr/bin:/bin"})
+    # Under the strict policy like the other sites: the gateway passes the nonce on.
+    app = CSP(gateway, {"style-src": [NONCE]})
     return Site(
         "cgi",
         "/cgi/",
@@ -179,7 +183,7 @@ def cgi_site() -> Site:
         "request: a greeting from the query string (try ?name=you) and a form that echoes "
         "what you post.",
         "",
-        gateway,
+        app,
     )
 
 
@@ -191,8 +195,9 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
 
     import ptl_wsgi
     from ptl_wsgi import htmltext
+    from ptl_wsgi.csp import NONCE
     from ptl_wsgi.loader import Loader
-    from ptl_wsgi.wsgi import render, view
+    from ptl_wsgi.wsgi import CSP, render, view
 
     if data_dir:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -220,7 +225,9 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
             implementation=ptl_wsgi.IMPLEMENTATION,
         )
 
-    app = DispatcherMiddleware(index, {site.path.rstrip("/"): site.app for site in sites})
+    # The index page under the strict policy too (its <style> and <script> take the nonce).
+    home = CSP(index, {"style-src": [NONCE]})
+    app = DispatcherMiddleware(home, {site.path.rstrip("/"): site.app for site in sites})
     app.sites = sites  # type: ignore[attr-defined]  # for main() to print their notes
     return app
 

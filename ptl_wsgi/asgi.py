@@ -34,7 +34,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
+from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives, check_hashes
 from ptl_wsgi.headers import HeaderError, as_header_error, check_header
 
 if TYPE_CHECKING:
@@ -251,7 +251,9 @@ class CSP:
     The nonce is current (:func:`ptl_wsgi.csp.csp_nonce`) while the
     application handles the request, in its task and in what that task
     starts (threads included, which copy its context), and never outside it:
-    concurrent requests each see their own.  *directives* go to
+    concurrent requests each see their own; every ``<script>``, ``<style>`` and
+    stylesheet ``<link>`` a template's literals write carries it.  *directives*
+    and *hashes* (of static inline scripts, ``ptl-wsgi csp-hashes``) go to
     :func:`~ptl_wsgi.csp.content_security_policy` and are checked now.
     Responses are held to the header policy as by :class:`Middleware`.
     """
@@ -260,16 +262,18 @@ class CSP:
         self,
         app: ASGIApp,
         directives: Mapping[str, str | Iterable[str] | None] | None = None,
+        hashes: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.directives = check_directives(directives)
+        self.hashes = check_hashes(hashes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
         state = RequestNonce(scope)
-        policy = state.policy(self.directives).encode("latin-1")
+        policy = state.policy(self.directives, self.hashes).encode("latin-1")
         checked = _CheckedSend(scope, send, ((_CSP_HEADER, policy),))
         with state:
             await checked.run(self.app, receive)

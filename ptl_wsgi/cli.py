@@ -55,7 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each value of the [html] templates: file:line:col: its HTML context "
         "and the escaper contextual escaping gives it",
     )
+    check.add_argument(
+        "--csp",
+        action="store_true",
+        help="report what a strict Content-Security-Policy forbids (inline event handlers, "
+        "javascript: URLs, framework attributes that need 'unsafe-eval', ...) as "
+        "file:line:col: csp: message and how to rewrite it; exit 1 if any",
+    )
     check.set_defaults(handler=_check)
+    hashes = commands.add_parser(
+        "csp-hashes",
+        help="print the CSP 'sha256-...' source of every static inline <script> of the "
+        "[html] templates (for pages cached whole, where the nonce cannot change)",
+        description="Compile every .ptl file under each PATH in memory and print, for each "
+        "inline <script> whose text has no value, its 'sha256-...' source and where it is. "
+        "Give them to PTL_CSP_HASHES (Flask, Django) or CSP(app, hashes=...).",
+    )
+    hashes.add_argument("paths", nargs="+", metavar="PATH", help=".ptl file or directory")
+    hashes.set_defaults(handler=_csp_hashes)
     lint = commands.add_parser(
         "lint",
         help="run ruff on .ptl files, positions in the .ptl files",
@@ -231,7 +248,8 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report
+    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report, csp_report
+    from ptl_wsgi.compiler.csp import blocks
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -245,11 +263,41 @@ def _check(args: argparse.Namespace) -> int:
             for line, col, message in concatenation_warnings(source, path):
                 print(f"{path}:{line}:{col}: warning: {message}", file=sys.stderr)
             compile_ptl(source, path)
+            if args.csp:
+                blocked = 0
+                for line, col, kind, message in csp_report(source, path):
+                    level = "csp" if blocks(kind) else "csp warning"
+                    print(f"{path}:{line}:{col}: {level}: {message}")
+                    blocked += blocks(kind)
+                if blocked:
+                    failed += 1
+                continue
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)
         except OSError as exc:
             print(f"{path}: cannot read: {exc}", file=sys.stderr)
         else:
+            continue
+        failed += 1
+    return 1 if failed else 0
+
+
+def _csp_hashes(args: argparse.Namespace) -> int:
+    from ptl_wsgi.compiler import inline_scripts
+    from ptl_wsgi.csp import script_hash
+
+    failed = 0
+    for path in _ptl_files(args.paths):
+        try:
+            with open(path, "rb") as f:
+                scripts = inline_scripts(f.read(), path)
+        except SyntaxError as exc:
+            print(_location(exc, path), file=sys.stderr)
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        else:
+            for line, col, text in scripts:
+                print(f"{script_hash(text)}  {path}:{line}:{col}")
             continue
         failed += 1
     return 1 if failed else 0

@@ -13,6 +13,8 @@ import os
 from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
+from ptl_wsgi.escaping.nonce import CURRENT as _nonce
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.rules import is_markup, is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -288,7 +290,8 @@ def htmlformat(template: Any, /) -> Any:
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or not is_template(template):
         return _twin_htmlformat(template)  # the twin's TypeError
-    if _plan(strings).text_only:
+    planned = _plan(strings)
+    if planned.text_only and not (planned.nonces and _in_nonce_scope()):
         for interpolation in template.interpolations:
             if is_template(interpolation.value):
                 break  # a nested t-string is planned on its own (contextual_format)
@@ -299,6 +302,10 @@ def htmlformat(template: Any, /) -> Any:
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
     return htmltext(contextual_format(template, escapers, format_field))
+
+
+def _in_nonce_scope() -> bool:
+    return _nonce_used[0] and _nonce.get() is not None
 
 
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.
@@ -359,8 +366,8 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
-    def format_mod_html(fmt: Any, arg: Any, /) -> Any:
-        return cls(mod(str(fmt), arg))
+    def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
+        return cls(mod(str(fmt), arg, nonces))
 
     def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
         return cls(fmt_args(str(fmt), *args, **kwargs))

@@ -41,7 +41,7 @@ from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
 from ptl_wsgi._iterate_in_context import in_context, setting
-from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
+from ptl_wsgi.csp import HEADER, RequestNonce, check_directives, check_hashes
 from ptl_wsgi.headers import HeaderError, as_header_error, check_headers, check_status
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.output_policy import encoded, is_html_type, is_markup, markup, text
@@ -523,21 +523,26 @@ class CSP:
     While the application runs and while its body is iterated,
     :func:`ptl_wsgi.csp.csp_nonce` returns the request's nonce (it is also
     in ``environ["ptl_wsgi.csp_nonce"]``), and the response's header names
-    it.  *directives* go to :func:`~ptl_wsgi.csp.content_security_policy`.
-    A response that already has the header keeps its own.
+    it; every ``<script>``, ``<style>`` and stylesheet ``<link>`` a template's
+    literals write carries it.  *directives* and *hashes* (of static inline
+    scripts, ``ptl-wsgi csp-hashes``) go to
+    :func:`~ptl_wsgi.csp.content_security_policy`.  A response that already has
+    the header keeps its own.
     """
 
     def __init__(
         self,
         app: WSGIApplication,
         directives: Mapping[str, str | Iterable[str] | None] | None = None,
+        hashes: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.directives = check_directives(directives)
+        self.hashes = check_hashes(hashes)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         state = RequestNonce(environ)
-        policy = state.policy(self.directives)
+        policy = state.policy(self.directives, self.hashes)
 
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             if not any(name.lower() == HEADER.lower() for name, _ in headers):

@@ -40,7 +40,7 @@ from django.utils.autoreload import autoreload_started, file_changed
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
-from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
+from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives, check_hashes
 from ptl_wsgi.headers import HeaderError, check_headers
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.loader import DEFAULT_FUNCTION
@@ -247,11 +247,13 @@ class CSPMiddleware:
 
     The nonce is ``csp_nonce`` in PTL templates rendered with the request,
     ``request.META["ptl_wsgi.csp_nonce"]``, and :func:`ptl_wsgi.csp.csp_nonce`
-    while the view runs.  The ``PTL_CSP_DIRECTIVES`` setting adds directives
-    (see :func:`~ptl_wsgi.csp.content_security_policy`).  A response that
-    already has the header keeps its own.  Its headers are held to the header
-    policy (:mod:`ptl_wsgi.headers`): a value with a control character that
-    Django lets through (U+0085, NUL, ...) gives a logged 400.  Sync and async.
+    while the view runs; every ``<script>``, ``<style>`` and stylesheet ``<link>``
+    of a template's literals carries it.  The ``PTL_CSP_DIRECTIVES`` setting adds
+    directives, ``PTL_CSP_HASHES`` hashes of static inline scripts (see
+    :func:`~ptl_wsgi.csp.content_security_policy`).  A response that already has
+    the header keeps its own.  Its headers are held to the header policy
+    (:mod:`ptl_wsgi.headers`): a value with a control character that Django lets
+    through (U+0085, NUL, ...) gives a logged 400.  Sync and async.
     """
 
     sync_capable = True
@@ -263,6 +265,10 @@ class CSPMiddleware:
             self.directives = check_directives(getattr(settings, "PTL_CSP_DIRECTIVES", None))
         except ValueError as exc:
             raise ImproperlyConfigured(f"PTL_CSP_DIRECTIVES: {exc}") from None
+        try:
+            self.hashes = check_hashes(getattr(settings, "PTL_CSP_HASHES", None))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"PTL_CSP_HASHES: {exc}") from None
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
@@ -297,7 +303,7 @@ class CSPMiddleware:
                 f"Bad Request: the response would carry an invalid header: {exc}\n",
                 content_type="text/plain; charset=utf-8",
             )
-        response.setdefault(HEADER, state.policy(self.directives))
+        response.setdefault(HEADER, state.policy(self.directives, self.hashes))
         return response
 
 

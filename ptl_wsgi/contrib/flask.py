@@ -35,8 +35,10 @@ forms' CSRF policy, and the render functions.
   ``get_flashed_messages``, ``config``, ``session``, ...); a template receives
   the keys it declares as parameters, or all of them with ``**kwargs``.
 - With ``PTL_CSP = True``, every response gets a ``Content-Security-Policy``
-  naming a fresh per-request nonce (``PTL_CSP_DIRECTIVES`` adds directives),
-  which templates receive as ``csp_nonce``.
+  naming a fresh per-request nonce (``PTL_CSP_DIRECTIVES`` adds directives,
+  ``PTL_CSP_HASHES`` hashes of static inline scripts), which every
+  ``<script>``, ``<style>`` and stylesheet ``<link>`` of a template's literals
+  carries, and which templates receive as ``csp_nonce``.
 """
 
 from __future__ import annotations

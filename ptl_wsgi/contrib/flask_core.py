@@ -152,6 +152,7 @@ def set_up(app: App, framework: Framework) -> AppState:
     app.config.setdefault("PTL_SEARCH_PATH", [])
     app.config.setdefault("PTL_CSP", False)
     app.config.setdefault("PTL_CSP_DIRECTIVES", {})
+    app.config.setdefault("PTL_CSP_HASHES", ())
     state = app.extensions[EXTENSION] = AppState(app, framework)
     install_jinja(app)
     return state
@@ -622,5 +623,7 @@ def csp_on(app: App) -> bool:
 
 
 def csp_header(app: App, nonce: str) -> str:
-    """The header value for *nonce*, with the app's ``PTL_CSP_DIRECTIVES``."""
-    return content_security_policy(nonce, app.config["PTL_CSP_DIRECTIVES"])
+    """The header value for *nonce*, with the app's ``PTL_CSP_DIRECTIVES`` and
+    ``PTL_CSP_HASHES``."""
+    config = app.config
+    return content_security_policy(nonce, config["PTL_CSP_DIRECTIVES"], config["PTL_CSP_HASHES"])

@@ -29,13 +29,13 @@ PACKAGE = REPO / "ptl_wsgi"
 
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
-        ["compiler", "compiler.source", "compiler.names", "compiler.nodes", "compiler.switches",
-         "compiler.scopes", "compiler.state", "compiler.pieces", "compiler.contextual",
-         "compiler.fusion", "compiler.transformer", "compiler.limits",
-         "escaping", "escaping.rules", "escaping.context", "escaping.url", "escaping.js",
-         "escaping.css", "escaping.markup", "escaping.escapers", "escaping.planner",
-         "escaping.formatting", "escaping.printf", "htmlcontext", "_runtime", "headers",
-         "_iterate_in_context", "tracebacks",
+        ["compiler", "compiler.source", "compiler.names", "compiler.nodes",
+         "compiler.switches", "compiler.scopes", "compiler.state", "compiler.pieces",
+         "compiler.contextual", "compiler.fusion", "compiler.transformer", "compiler.limits",
+         "compiler.csp", "escaping", "escaping.rules", "escaping.context", "escaping.url",
+         "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers",
+         "escaping.planner", "escaping.formatting", "escaping.printf", "escaping.nonce",
+         "htmlcontext", "_runtime", "headers", "_iterate_in_context", "tracebacks",
          "_htmltext_py", "_htmltext_c", "tools", "tools.pygments_lexer", "forms.inputs",
          "contrib"],
         1,
