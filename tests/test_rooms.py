@@ -38,7 +38,7 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
-         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck"],
+         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms"],
         2,
     ),
     "i18n": 3,
