@@ -18,6 +18,9 @@ Django's ``string_if_invalid = ""``).  So ``at(dot(g, "user"), "id") == at(post,
 "author_id")`` is ``False`` with nobody logged in, where ``g.user["id"]`` raises.  Calling
 it, or arithmetic with it, raises :class:`UndefinedError` naming what was missing.
 
+A converter writes ``TODO("file:line: construct: reason")`` where it could not
+convert something: it raises :class:`NotConvertedError` when a render reaches it.
+
 **Layouts** — ``{% extends %}`` and ``{% block %}`` are a class and its ``[html]``
 methods.  A layout subclasses :class:`Layout`; each block is a method; the method ``page``
 renders the whole document, calling the blocks through ``self`` (``{% block title %}`` is
@@ -78,7 +81,9 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any, Generic, NoReturn, TypeVar
 
 __all__ = [
+    "TODO",
     "Layout",
+    "NotConvertedError",
     "LoopContext",
     "Undefined",
     "UndefinedError",
@@ -348,6 +353,18 @@ def looped(
     ``loop`` and Django's ``forloop``; *parent* is the enclosing loop's context.
     """
     return LoopContext(iterable, parent)._advance()
+
+
+class NotConvertedError(NotImplementedError):
+    """A render reached what a converter could not convert (see its report)."""
+
+
+def TODO(what: str) -> NoReturn:
+    """Fail loudly: *what* (``"file:line: construct: reason"``) was not converted.
+
+    A converter writes it where the construct was, as a statement or in place of a value.
+    """
+    raise NotConvertedError(f"not converted: {what}")
 
 
 class Layout:

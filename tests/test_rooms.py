@@ -38,7 +38,8 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
-         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms"],
+         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms",
+         "tools", "tools.converting"],
         2,
     ),
     "i18n": 3,
