@@ -1,0 +1,511 @@
+"""Django's template language at run time, for templates converted from it.
+
+``ptl-wsgi convert --from-django`` writes PTL that imports this module as ``dj``:
+``dj.var(question, "choice_set", "all")`` is ``{{ question.choice_set.all }}``,
+``dj.pluralize(n)`` is ``{{ n|pluralize }}``, ``dj.show(value)`` is what ``{{ }}``
+does to a value before it is output.  The converted app is a Django app, so the
+filters are Django's own builtin filters, run with the rules Django's template engine
+applies around them (the ``is_safe``, ``needs_autoescape`` and ``expects_localtime``
+flags, markup arguments), and Django is imported when one is first used, not before.
+
+Escaping stays PTL's: :func:`show` hands a value on as ``str`` (escaped where it lands)
+unless it is markup (``SafeString``, ``htmltext``), which is what Django's
+``conditional_escape`` trusts too.  Inside ``{% autoescape off %}`` it trusts the text,
+as Django outputs it unescaped there.
+
+A variable that does not exist resolves to ``""`` (Django's default
+``string_if_invalid``), or to ``None`` in the conditions of ``{% if %}`` and the
+other places Django resolves with ``ignore_failures``; the converted template's
+parameters default to :data:`ptl_wsgi.idioms.undefined` for the names the view may
+leave out.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.idioms import Layout, Undefined
+
+_L = TypeVar("_L", bound=Layout)
+
+__all__ = [
+    "BUILTIN_FILTERS",
+    "Changed",
+    "Cycle",
+    "FilterFunction",
+    "GroupedResult",
+    "compare",
+    "csrf_token",
+    "current_language",
+    "library_filter",
+    "scoped",
+    "static_prefix",
+    "firstof",
+    "for_values",
+    "lorem",
+    "now",
+    "regroup",
+    "show",
+    "spaceless",
+    "static",
+    "translate",
+    "blocktranslate",
+    "url",
+    "var",
+    "widthratio",
+]
+
+#: The names of Django's builtin filters (``django.template.defaultfilters``), each a
+#: function of this module.
+BUILTIN_FILTERS = (
+    "add addslashes capfirst center cut date default default_if_none dictsort "
+    "dictsortreversed divisibleby escape escapejs escapeseq filesizeformat first "
+    "floatformat force_escape get_digit iriencode join json_script last length linebreaks "
+    "linebreaksbr linenumbers ljust lower make_list phone2numeric pluralize pprint random "
+    "rjust safe safeseq slice slugify stringformat striptags time timesince timeuntil title "
+    "truncatechars truncatechars_html truncatewords truncatewords_html unordered_list upper "
+    "urlencode urlize urlizetrunc wordcount wordwrap yesno"
+).split()
+
+#: What a missing variable renders as (Django's default ``string_if_invalid``).
+STRING_IF_INVALID = ""
+
+
+def _is_markup(value: Any) -> bool:
+    return hasattr(value, "__html__")
+
+
+def _to_django(value: Any) -> Any:
+    """*value* as Django's filters see it: markup of any kind is a ``SafeString``."""
+    from django.utils.safestring import SafeData, SafeString
+
+    if isinstance(value, str) and _is_markup(value) and not isinstance(value, SafeData):
+        return SafeString(value)
+    return value
+
+
+# -- variables ---------------------------------------------------------------------------
+
+
+def _call(current: Any) -> Any:
+    """Django's rule for a callable met while resolving a variable."""
+    if getattr(current, "do_not_call_in_templates", False):
+        return current
+    if getattr(current, "alters_data", False):
+        return STRING_IF_INVALID
+    try:
+        return current()
+    except TypeError:
+        import inspect
+
+        try:
+            signature = inspect.signature(current)
+        except ValueError:
+            return STRING_IF_INVALID
+        try:
+            signature.bind()
+        except TypeError:  # it needs arguments: not callable from a template
+            return STRING_IF_INVALID
+        raise
+
+
+class _Missing(Exception):
+    pass
+
+
+def _step(current: Any, bit: str) -> Any:
+    """One ``.bit`` of a variable, in Django's order: item, attribute, list index."""
+    try:
+        if not hasattr(type(current), "__getitem__"):
+            raise TypeError
+        return current[bit]
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError):
+        pass
+    try:
+        return getattr(current, bit)
+    except (TypeError, AttributeError):
+        if bit in dir(current):  # raised by a property: Django lets it through
+            raise
+    try:
+        return current[int(bit)]
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise _Missing from None
+
+
+def var(value: Any, *path: str, missing: Any = STRING_IF_INVALID) -> Any:
+    """``{{ value.a.b }}`` resolved as Django resolves a variable.
+
+    Each step tries an item, then an attribute, then a list index, and calls what it
+    finds when callable (not a ``do_not_call_in_templates`` one; an ``alters_data``
+    one gives ``""``).  *value* is the variable's value, undefined when the context
+    lacked it; a failed lookup gives *missing* (``""``; ``None`` where Django ignores
+    failures, as in ``{% if %}``).
+    """
+    if isinstance(value, Undefined):
+        return missing
+    try:
+        current = _call(value) if callable(value) else value
+        for bit in path:
+            if isinstance(current, Undefined):
+                return missing
+            current = _step(current, bit)
+            if callable(current):
+                current = _call(current)
+    except _Missing:
+        return missing
+    except Exception as exc:
+        if getattr(exc, "silent_variable_failure", False):
+            return STRING_IF_INVALID
+        raise
+    if isinstance(current, Undefined):
+        return missing
+    return current
+
+
+def show(value: Any, autoescape: bool = True) -> Any:
+    """What ``{{ }}`` outputs for *value*: localised, and markup only if it was markup.
+
+    Dates and times are shown in the current time zone and numbers and dates in the
+    active locale's formats, as Django renders them; ``None`` is ``"None"``.
+    """
+    if isinstance(value, Undefined):
+        return STRING_IF_INVALID
+    if not isinstance(value, str) or _is_markup(value):
+        from django.utils.formats import localize
+        from django.utils.timezone import template_localtime
+
+        value = localize(template_localtime(value))
+    if not autoescape:
+        return htmltext(str(value))
+    if _is_markup(value):
+        return value
+    return str(value)
+
+
+# -- filters -----------------------------------------------------------------------------
+
+
+class FilterFunction:
+    """One of Django's filters, called with the rules of Django's template engine.
+
+    ``dj.date(value, "Y")`` is ``{{ value|date:"Y" }}``; ``autoescape=False`` is the
+    filter inside ``{% autoescape off %}``.
+    """
+
+    def __init__(self, name: str, find: Callable[[str], Callable[..., Any]] | None = None):
+        self.__name__ = self.name = name
+        self._find = find or _builtin_filter
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        """Django's function for this filter."""
+        return self._find(self.name)
+
+    def __call__(self, value: Any, *args: Any, autoescape: bool = True) -> Any:
+        from django.utils.safestring import SafeData, mark_safe
+
+        func = self.function
+        value = _to_django(value)
+        arguments = [_to_django(arg) for arg in args]
+        if getattr(func, "expects_localtime", False):
+            from django.utils.timezone import template_localtime
+
+            value = template_localtime(value)
+        if getattr(func, "needs_autoescape", False):
+            result = func(value, *arguments, autoescape=autoescape)
+        else:
+            result = func(value, *arguments)
+        if getattr(func, "is_safe", False) and isinstance(value, SafeData):
+            return mark_safe(result)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<Django filter {self.name!r}>"
+
+
+def _builtin_filter(name: str) -> Callable[..., Any]:
+    from django.template.defaultfilters import register
+
+    return register.filters[name]  # type: ignore[no-any-return]
+
+
+def library_filter(module: str, name: str) -> FilterFunction:
+    """The filter *name* of the module *module*: a function, or a Django ``Library``'s filter.
+
+    What ``--filters MODULE`` makes converted templates call for filters that are
+    not builtin.
+    """
+
+    def find(filter_name: str) -> Callable[..., Any]:
+        import importlib
+
+        found = importlib.import_module(module)
+        register = getattr(found, "register", None)
+        filters = getattr(register, "filters", None)
+        if isinstance(filters, Mapping) and filter_name in filters:
+            return filters[filter_name]  # type: ignore[no-any-return]
+        return getattr(found, filter_name)  # type: ignore[no-any-return]
+
+    return FilterFunction(name, find)
+
+
+for _name in BUILTIN_FILTERS:
+    globals()[_name] = FilterFunction(_name)
+del _name
+
+
+# -- tags --------------------------------------------------------------------------------
+
+
+def compare(left: Any, operator: str, right: Any) -> bool:
+    """A comparison of ``{% if %}``: false where Python would raise (``"" < 1``), as in Django."""
+    try:
+        if operator == "<":
+            return bool(left < right)
+        if operator == ">":
+            return bool(left > right)
+        if operator == "<=":
+            return bool(left <= right)
+        if operator == ">=":
+            return bool(left >= right)
+        if operator == "in":
+            return left in right
+        if operator == "not in":
+            return left not in right
+        if operator == "==":
+            return bool(left == right)
+        if operator == "!=":
+            return bool(left != right)
+    except Exception:
+        return False
+    raise ValueError(f"not a comparison of Django's if: {operator!r}")
+
+
+def for_values(values: Any, reverse: bool = False) -> Sequence[Any]:
+    """The items ``{% for %}`` loops over: ``None`` is none, an iterator is read once."""
+    if values is None:
+        values = []
+    elif not hasattr(values, "__len__"):
+        values = list(values)
+    if reverse:
+        return list(reversed(values))
+    return values  # type: ignore[no-any-return]
+
+
+def firstof(*values: Any) -> Any:
+    """``{% firstof %}``: the first true value, else ``""``."""
+    return next((value for value in values if value), "")
+
+
+def csrf_token(token: Any) -> Any:
+    """``{% csrf_token %}``: the hidden input carrying *token* (the context's ``csrf_token``)."""
+    if isinstance(token, Undefined) or not token or token == "NOTPROVIDED":
+        return htmltext("")
+    return htmltext('<input type="hidden" name="csrfmiddlewaretoken" value="%s">') % str(token)
+
+
+def url(view_name: Any, *args: Any, silent: bool = False, **kwargs: Any) -> str:
+    """``{% url %}``: ``reverse()``; with ``silent`` (the ``as name`` form) a failure is ``""``."""
+    from django.urls import NoReverseMatch, reverse
+    from ptl_wsgi.loader import render_context
+
+    request = render_context().get("request")
+    current_app = None
+    if request is not None:
+        current_app = getattr(request, "current_app", None)
+        if current_app is None:
+            match = getattr(request, "resolver_match", None)
+            current_app = getattr(match, "namespace", None)
+    try:
+        return reverse(str(view_name), args=args, kwargs=kwargs or None, current_app=current_app)
+    except NoReverseMatch:
+        if silent:
+            return ""
+        raise
+
+
+def static(path: Any) -> str:
+    """``{% static %}``: the URL of a static file (Django's ``static()``)."""
+    from django.templatetags.static import static as django_static
+
+    return django_static(str(path))
+
+
+def static_prefix(setting: str) -> str:
+    """``{% get_static_prefix %}`` and ``{% get_media_prefix %}``: the setting's URL prefix."""
+    from django.templatetags.static import PrefixNode
+
+    return PrefixNode.handle_simple(setting)  # type: ignore[no-any-return]
+
+
+def now(format_string: str) -> str:
+    """``{% now %}``: the current time in *format_string* (in the current time zone)."""
+    from datetime import datetime
+
+    from django.conf import settings
+    from django.utils import timezone
+    from django.utils.dateformat import format as date_format
+
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    return date_format(datetime.now(tz=zone), format_string)
+
+
+def widthratio(value: Any, max_value: Any, max_width: Any) -> str:
+    """``{% widthratio %}``: ``value / max_value * max_width``, rounded; ``""`` when not numbers."""
+    try:
+        width = int(max_width)
+    except (ValueError, TypeError):
+        from django.template import TemplateSyntaxError
+
+        raise TemplateSyntaxError("widthratio final argument must be a number") from None
+    try:
+        return str(round(float(value) / float(max_value) * width))
+    except ZeroDivisionError:
+        return "0"
+    except (ValueError, TypeError, OverflowError):
+        return ""
+
+
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+def spaceless(markup: Any) -> Any:
+    """``{% spaceless %}``: the whitespace between tags removed, and at both ends."""
+    text = str(markup).strip()
+    result = _BETWEEN_TAGS.sub("><", text)
+    return htmltext(result) if _is_markup(markup) else result
+
+
+def lorem(count: int = 1, method: str = "b", common: bool = True) -> Any:
+    """``{% lorem %}``: Django's lorem ipsum, words (``w``), HTML paragraphs (``p``) or text (``b``)."""
+    from django.utils.lorem_ipsum import paragraphs, words
+
+    if method == "w":
+        return words(count, common=common)
+    found = paragraphs(count, common=common)
+    if method == "p":
+        return htmltext("\n\n".join("<p>%s</p>" % p for p in found))
+    return "\n\n".join(found)
+
+
+class Cycle:
+    """``{% cycle %}``: each call gives the next of the values it is given, in turn."""
+
+    def __init__(self) -> None:
+        self.position = 0
+
+    def __call__(self, *values: Any) -> Any:
+        value = values[self.position % len(values)]
+        self.position += 1
+        return value
+
+    def reset(self) -> None:
+        """``{% resetcycle %}``."""
+        self.position = 0
+
+
+class Changed:
+    """``{% ifchanged %}``: whether the values differ from the last call's (true on the first).
+
+    *loop* is the enclosing loop (``None`` outside loops): each run of a loop starts
+    afresh, as Django keeps the state in its ``forloop``.
+    """
+
+    _NEVER = object()
+
+    def __init__(self) -> None:
+        self.last: Any = self._NEVER
+        self.loop: Any = None
+
+    def __call__(self, loop: Any, *values: Any) -> bool:
+        if loop is not self.loop:
+            self.loop, self.last = loop, self._NEVER
+        compare_to = list(values)
+        if compare_to != self.last:
+            self.last = compare_to
+            return True
+        return False
+
+
+class GroupedResult(NamedTuple):
+    """One group of ``{% regroup %}``: its ``grouper`` and its ``list``."""
+
+    grouper: Any
+    list: list[Any]
+
+
+def regroup(values: Any, key: Callable[[Any], Any]) -> list[GroupedResult]:
+    """``{% regroup values by key as name %}``: runs of equal keys, in order."""
+    import itertools
+
+    if not values:
+        return []
+    return [
+        GroupedResult(grouper, list(items))
+        for grouper, items in itertools.groupby(values, key)  # type: ignore[arg-type]
+    ]
+
+
+def scoped(layout: _L, values: Mapping[str, Any]) -> _L:
+    """*layout* seeing *values* too: a block called where ``for`` or ``with`` bound them."""
+    import copy
+
+    view = copy.copy(layout)
+    view.context = {**layout.context, **values}
+    return view
+
+
+def current_language() -> str:
+    """``{% get_current_language as name %}``: the active language's code."""
+    from django.utils.translation import get_language
+
+    return get_language()  # type: ignore[no-any-return]
+
+
+def translate(message: Any, context: str | None = None, noop: bool = False) -> Any:
+    """``{% translate %}`` and ``_("...")``: ptl_wsgi's gettext, keeping the message's trust."""
+    from ptl_wsgi import i18n
+
+    if isinstance(message, Undefined):
+        message = STRING_IF_INVALID
+    if noop:
+        return message
+    if context is not None:
+        return i18n.pgettext(context, message)
+    return i18n.gettext(message)
+
+
+def blocktranslate(
+    singular: Any,
+    values: Mapping[str, Any],
+    plural: Any = None,
+    count: Any = None,
+    context: str | None = None,
+    autoescape: bool = True,
+) -> Any:
+    """``{% blocktranslate %}``: the translated message with its values put in.
+
+    *singular* and *plural* use ``%(name)s`` holes (``%%`` is a percent sign), as
+    Django's message ids do; *values* are shown as ``{{ }}`` shows them.
+    """
+    from ptl_wsgi import i18n
+
+    if plural is not None:
+        number = count
+        if context is not None:
+            message = i18n.npgettext(context, singular, plural, number)
+        else:
+            message = i18n.ngettext(singular, plural, number)
+    elif context is not None:
+        message = i18n.pgettext(context, singular)
+    else:
+        message = i18n.gettext(singular)
+    shown = {name: show(value, autoescape) for name, value in values.items()}
+    if not autoescape:
+        return htmltext(str(message) % {k: str(v) for k, v in shown.items()})
+    return message % shown
+
