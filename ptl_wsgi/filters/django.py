@@ -467,16 +467,27 @@ def current_language() -> str:
 
 
 def translate(message: Any, context: str | None = None, noop: bool = False) -> Any:
-    """``{% translate %}`` and ``_("...")``: ptl_wsgi's gettext, keeping the message's trust."""
+    """``{% translate %}`` and ``_("...")``: ptl_wsgi's gettext, keeping the message's trust.
+
+    As in Django, a ``%`` of the message is a ``%`` of its message id, and a message
+    that is no string (a number) raises ``AttributeError``.
+    """
     from ptl_wsgi import i18n
 
     if isinstance(message, Undefined):
         message = STRING_IF_INVALID
     if noop:
         return message
+    markup = _is_markup(message)
+    msgid = message.replace("%", "%%")  # (a str method: a number raises, as in Django)
+    if markup and not _is_markup(msgid):
+        msgid = htmltext(msgid)
     if context is not None:
-        return i18n.pgettext(context, message)
-    return i18n.gettext(message)
+        translated = i18n.pgettext(context, msgid)
+    else:
+        translated = i18n.gettext(msgid)
+    result = str(translated).replace("%%", "%")
+    return htmltext(result) if _is_markup(translated) else result
 
 
 def blocktranslate(
@@ -508,4 +519,3 @@ def blocktranslate(
     if not autoescape:
         return htmltext(str(message) % {k: str(v) for k, v in shown.items()})
     return message % shown
-

@@ -147,7 +147,10 @@ def _make_parser(engine: Any, source: str, origin: Any) -> Any:
         inner = []
         while parser.tokens:
             next_token = parser.next_token()
-            if next_token.token_type == tbase.TokenType.BLOCK and next_token.contents == "endcomment":
+            if (
+                next_token.token_type == tbase.TokenType.BLOCK
+                and next_token.contents == "endcomment"
+            ):
                 break
             start, end = next_token.position
             inner.append(source[start:end])
@@ -285,6 +288,7 @@ class _Converter:
         self.autoescape = True
         self.block_method: str | None = None
         self.library_filters: dict[tuple[str, str], str] = {}
+        self.value_lines: dict[str, int] = {}
 
     # -- reporting -----------------------------------------------------------------------
 
@@ -472,8 +476,13 @@ class _Converter:
     def node_TextNode(self, node: Any) -> None:
         self.w.text(node.s)
 
+    def value(self, code: str, node: Any) -> None:
+        """Output *code*'s value, remembering the template line it came from."""
+        self.value_lines.setdefault(code, self.line_of(node))
+        self.w.value(code)
+
     def node_VariableNode(self, node: Any) -> None:
-        self.w.value(self.show(self.filtered(node.filter_expression, node=node)))
+        self.value(self.show(self.filtered(node.filter_expression, node=node)), node)
 
     def node_CommentNode(self, node: Any) -> None:
         text = getattr(node, "text", "")
@@ -571,7 +580,7 @@ class _Converter:
 
     def node_CsrfTokenNode(self, node: Any) -> None:
         token = self.fn.bound("csrf_token") or self.fn.lookup("csrf_token")
-        self.w.value(f"{_DJ}.csrf_token({token})")
+        self.value(f"{_DJ}.csrf_token({token})", node)
 
     def node_URLNode(self, node: Any) -> None:
         args = [self.filtered(node.view_name, node=node)]
@@ -585,29 +594,29 @@ class _Converter:
         if node.asvar:
             self._assign(node.asvar, f"{_DJ}.url({', '.join(args)}, silent=True)")
         else:
-            self.w.value(self.show(f"{_DJ}.url({', '.join(args)})"))
+            self.value(self.show(f"{_DJ}.url({', '.join(args)})"), node)
 
-    def _output_or_assign(self, name: str | None, code: str) -> None:
+    def _output_or_assign(self, name: str | None, code: str, node: Any) -> None:
         if name:
             self._assign(name, code)
         else:
-            self.w.value(self.show(code))
+            self.value(self.show(code), node)
 
     def node_StaticNode(self, node: Any) -> None:
         path = self.filtered(node.path, node=node)
-        self._output_or_assign(node.varname, f"{_DJ}.static({path})")
+        self._output_or_assign(node.varname, f"{_DJ}.static({path})", node)
 
     def node_PrefixNode(self, node: Any) -> None:
         code = f"{_DJ}.static_prefix({string_literal(node.name)})"
-        self._output_or_assign(node.varname, code)
+        self._output_or_assign(node.varname, code, node)
 
     def node_NowNode(self, node: Any) -> None:
         code = f"{_DJ}.now({self.literal(str(node.format_string))})"
-        self._output_or_assign(node.asvar, code)
+        self._output_or_assign(node.asvar, code, node)
 
     def node_FirstOfNode(self, node: Any) -> None:
         values = ", ".join(self.filtered(v, missing="None", node=node) for v in node.vars)
-        self._output_or_assign(node.asvar, f"{_DJ}.firstof({values})")
+        self._output_or_assign(node.asvar, f"{_DJ}.firstof({values})", node)
 
     def node_CycleNode(self, node: Any) -> None:
         state = self._state(node, "cycle", "Cycle")
@@ -616,9 +625,9 @@ class _Converter:
         if node.variable_name:
             self._assign(node.variable_name, code)
             if not node.silent:
-                self.w.value(self.show(self.fn.bound(node.variable_name) or '""'))
+                self.value(self.show(self.fn.bound(node.variable_name) or '""'), node)
         else:
-            self.w.value(self.show(code))
+            self.value(self.show(code), node)
 
     def _state(self, node: Any, name: str, kind: str) -> str:
         """A tag's state for the whole render, made at the start of the function."""
@@ -634,7 +643,7 @@ class _Converter:
 
     def node_SpacelessNode(self, node: Any) -> None:
         body = self.inner_template(node.nodelist, "spaceless")
-        self.w.value(f"{_DJ}.spaceless({body})")
+        self.value(f"{_DJ}.spaceless({body})", node)
 
     def node_FilterNode(self, node: Any) -> None:
         code = self.inner_template(node.nodelist, "filtered")
@@ -644,7 +653,8 @@ class _Converter:
                 for lookup, arg in args
             ]
             code = self.call_filter(func, code, arguments, node)
-        self.w.value(self.show(code))
+        # Django outputs what the filters make of the (escaped) body as it is.
+        self.value(f"{_DJ}.show({code}, autoescape=False)", node)
 
     def inner_template(self, nodelist: Any, name: str) -> str:
         """A nested template rendering *nodelist*; the expression calling it."""
@@ -684,11 +694,11 @@ class _Converter:
         args = ", ".join(
             self.filtered(fe, node=node) for fe in (node.val_expr, node.max_expr, node.max_width)
         )
-        self._output_or_assign(node.asvar, f"{_DJ}.widthratio({args})")
+        self._output_or_assign(node.asvar, f"{_DJ}.widthratio({args})", node)
 
     def node_LoremNode(self, node: Any) -> None:
         count = self.filtered(node.count, node=node)
-        self.w.value(f"{_DJ}.lorem({count}, {node.method!r}, {node.common!r})")
+        self.value(f"{_DJ}.lorem({count}, {node.method!r}, {node.common!r})", node)
 
     def node_DebugNode(self, node: Any) -> None:
         self.todo(node, "{% debug %}", "the context dump has no PTL equivalent")
@@ -703,7 +713,7 @@ class _Converter:
             extra += f", context={self.filtered(node.message_context, node=node)}"
         if node.noop:
             extra += ", noop=True"
-        self._output_or_assign(node.asvar, f"{_DJ}.translate({message}{extra})")
+        self._output_or_assign(node.asvar, f"{_DJ}.translate({message}{extra})", node)
 
     def node_BlockTranslateNode(self, node: Any) -> None:
         from django.template.base import TokenType
@@ -750,7 +760,7 @@ class _Converter:
         if node.asvar:
             self._assign(node.asvar, code)
         else:
-            self.w.value(code)
+            self.value(code, node)
 
     def node_GetCurrentLanguageNode(self, node: Any) -> None:
         self._assign(node.variable, f"{_DJ}.current_language()")
@@ -763,7 +773,7 @@ class _Converter:
             context = self.context_dict(values)
         module = self.template_module(node.template, node, "{% include %}")
         if module is not None:
-            self.w.value(f"{module}.render(**{context})")
+            self.value(f"{module}.render(**{context})", node)
 
     def template_module(self, fe: Any, node: Any, construct: str) -> str | None:
         """The name of the converted module of the template *fe* names."""
@@ -790,9 +800,9 @@ class _Converter:
         local = self.fn.locals()
         if local:
             items = ", ".join(f"{string_literal(k)}: {v}" for k, v in local.items())
-            self.w.value(f"{_DJ}.scoped(self, {{{items}}}).{method}()")
+            self.value(f"{_DJ}.scoped(self, {{{items}}}).{method}()", node)
         else:
-            self.w.value(f"self.{method}()")
+            self.value(f"self.{method}()", node)
 
     def node_ExtendsNode(self, node: Any) -> None:  # only reached when misplaced
         self.todo(node, "{% extends %}", "not the first tag of the template")
@@ -871,13 +881,50 @@ class _Converter:
         return self.w.getvalue()
 
 
+def _compiled(converter: _Converter, source: str) -> str:
+    """*source*, with every output PTL refuses to compile made a reported ``TODO``.
+
+    Django puts a value anywhere in the text; PTL refuses one where no value may go
+    (inside a tag's name, say), and the compiler says where.
+    """
+    from ptl_wsgi import compile_ptl
+
+    for _ in range(100):
+        try:
+            compile_ptl(source, converter.file.ptl_name)
+            return source
+        except SyntaxError as exc:
+            lines = source.split("\n")
+            index = (exc.lineno or 0) - 1
+            if not 0 <= index < len(lines) or "no value may go" not in str(exc.msg):
+                raise
+            line = lines[index]
+            template_line = next(
+                (n for code, n in converter.value_lines.items() if code in line), 0
+            )
+            problem = Problem(
+                converter.file.name, template_line, "{{ output }}", f"PTL refuses it: {exc.msg}"
+            )
+            converter.problems.append(problem)
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[index] = indent + f"TODO({string_literal(str(problem))})"
+            source = "\n".join(lines)
+            if not re.search(r"^from ptl_wsgi\.idioms import .*\bTODO\b", source, re.M):
+                source = source.replace(
+                    f"from ptl_wsgi.filters import django as {_DJ}\n",
+                    f"from ptl_wsgi.filters import django as {_DJ}\nfrom ptl_wsgi.idioms import TODO\n",
+                    1,
+                )
+    return source
+
+
 def convert_file(file: TemplateFile, job: Job) -> Converted:
     """Convert one Django template of *job* into PTL source and its problems."""
     engine = configure(getattr(job, "settings", None))
     with open(file.source_path, encoding="utf-8") as f:
         source = f.read()
     converter = _Converter(file, job, engine)
-    return Converted(converter.convert(source), converter.problems)
+    return Converted(_compiled(converter, converter.convert(source)), converter.problems)
 
 
 def convert_source(source: str, name: str = "template.html", job: Job | None = None) -> Converted:
@@ -886,4 +933,4 @@ def convert_source(source: str, name: str = "template.html", job: Job | None = N
     file = job.files.setdefault(name, TemplateFile(name, name, name))
     engine = configure(getattr(job, "settings", None))
     converter = _Converter(file, job, engine)
-    return Converted(converter.convert(source), converter.problems)
+    return Converted(_compiled(converter, converter.convert(source)), converter.problems)

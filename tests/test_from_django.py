@@ -1,0 +1,101 @@
+"""ptl-wsgi convert --from-django: Django's engine and the converted templates, compared.
+
+Every case of tests/dtl_corpus.py is rendered by Django's own engine and, converted,
+by ptl_wsgi's Django engine, on the same contexts; the pages must be identical after
+normalising how an escape is spelt (``&#x27;`` and ``&#39;``, ``&quot;`` and ``&#34;``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.http import HttpResponse
+from django.template import Context, Engine
+from django.test import override_settings
+from django.urls import path
+from dtl_corpus import CASES, Case
+
+from ptl_wsgi.contrib.django import PTLTemplates
+from ptl_wsgi.tools.converting import Job, collect
+from ptl_wsgi.tools.from_django import convert_file
+
+urlpatterns = [
+    path("", lambda request: HttpResponse(), name="index"),
+    path("item/<str:name>/", lambda request, name: HttpResponse(), name="item"),
+]
+
+LIBRARIES = {"static": "django.templatetags.static", "i18n": "django.templatetags.i18n"}
+
+
+def normalise(page: str) -> str:
+    """*page* with every character reference spelt one way."""
+    return re.sub(r"&(#x?[0-9a-fA-F]+|quot|amp|lt|gt);", _one_spelling, page)
+
+
+def _one_spelling(match: re.Match[str]) -> str:
+    char = html.unescape(match.group(0))
+    return f"&#{ord(char)};"
+
+
+def convert(case: Case, tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    for name, text in case.files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text, encoding="utf-8")
+    files = collect(str(src), str(dest))
+    job = Job("django", files={f.name: f for f in files})
+    problems = []
+    for file in files:
+        result = convert_file(file, job)
+        problems += [str(p) for p in result.problems]
+        Path(file.dest_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(file.dest_path).write_text(result.source, encoding="utf-8")
+    return src, dest, problems
+
+
+def render_both(case: Case, src: Path, dest: Path) -> list[tuple[str, str]]:
+    django_engine = Engine(dirs=[str(src)], libraries=LIBRARIES)
+    ptl_engine = PTLTemplates({"NAME": "t", "DIRS": [dest], "APP_DIRS": False, "OPTIONS": {}})
+    try:
+        pages = []
+        for context in case.contexts:
+            theirs = _rendered(
+                lambda: django_engine.get_template("main.html").render(Context(dict(context)))
+            )
+            ours = _rendered(lambda: ptl_engine.get_template("main.ptl").render(dict(context)))
+            pages.append((theirs, ours))
+        return pages
+    finally:
+        ptl_engine.loader.close()
+
+
+def _rendered(render: Any) -> str:
+    """The page, normalised; or the error's type, when the render raises."""
+    try:
+        return normalise(str(render()))
+    except Exception as exc:
+        return f"raises {type(exc).__name__}"
+
+
+def outcome(case: Case, tmp_path: Path) -> tuple[str, Any]:
+    src, dest, problems = convert(case, tmp_path)
+    if problems:
+        return "reported", problems
+    pages = render_both(case, src, dest)
+    different = [(t, o) for t, o in pages if t != o]
+    return ("different", different) if different else ("identical", None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}:{c.construct}" for i, c in enumerate(CASES)])
+@override_settings(ROOT_URLCONF=__name__, STATIC_URL="/static/", MEDIA_URL="/media/")
+def test_converted_template_renders_as_django(case: Case, tmp_path: Path) -> None:
+    result, detail = outcome(case, tmp_path)
+    if case.reported:
+        assert result == "reported", detail
+    else:
+        assert result == "identical", detail
