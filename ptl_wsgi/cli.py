@@ -230,6 +230,12 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --from-*: a module defining the app's own filters, tests and globals "
         "(repeatable); the converted templates import them from it",
     )
+    convert.add_argument(
+        "--settings",
+        metavar="MODULE",
+        help="with --from-django: the project's settings module (DJANGO_SETTINGS_MODULE), "
+        "so the libraries its templates {% load %} are known",
+    )
     convert.set_defaults(handler=_convert)
 
 
@@ -542,6 +548,11 @@ def _convert_from(engine: str, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.settings:
+        if engine != "django":
+            print("ptl-wsgi convert: --settings goes with --from-django", file=sys.stderr)
+            return 2
+        os.environ["DJANGO_SETTINGS_MODULE"] = args.settings
     return convert_templates(
         engine,
         args.from_jinja2 or args.from_django,

@@ -222,9 +222,16 @@ CASES: list[Case] = [
     ),
     case(
         "{% include %}",
-        "{% include template_name %}",
-        [{"template_name": "main.html"}],
+        "{% include template_name %}|{% include names %}",
+        [{"template_name": "part.html", "names": ["nope.html", "part.html"], "v": "<v>"}],
+        part_html="[{{ v }}]",
+    ),
+    case(
+        "{% extends %} {% block %}",
+        "{% extends parent %}{% block b %}child{% endblock %}",
+        [{"parent": "base.html"}],
         reported=True,
+        base_html="[{% block b %}{% endblock %}]",
     ),
     # -- url, static, csrf ------------------------------------------------------------------------
     case(

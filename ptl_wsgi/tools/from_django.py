@@ -27,6 +27,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,6 +73,8 @@ def configure(settings_module: str | None = None) -> Any:
 
     if settings_module:
         os.environ["DJANGO_SETTINGS_MODULE"] = settings_module
+    if os.environ.get("DJANGO_SETTINGS_MODULE") and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the project's modules, as manage.py finds them
     if not settings.configured and not os.environ.get("DJANGO_SETTINGS_MODULE"):
         settings.configure(
             TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates"}],
@@ -771,15 +774,22 @@ class _Converter:
             context = "{" + ", ".join(f"{string_literal(k)}: {v}" for k, v in values.items()) + "}"
         else:
             context = self.context_dict(values)
+        if self._computed_name(node.template):
+            name = self.filtered(node.template, node=node)
+            self.value(f"{_DJ}.include(__name__, {name}, {context})", node)
+            return
         module = self.template_module(node.template, node, "{% include %}")
         if module is not None:
             self.value(f"{module}.render(**{context})", node)
 
-    def template_module(self, fe: Any, node: Any, construct: str) -> str | None:
-        """The name of the converted module of the template *fe* names."""
+    def _computed_name(self, fe: Any) -> bool:
         from django.template.base import Variable
 
-        if isinstance(fe.var, Variable) or fe.filters or not isinstance(fe.var, str):
+        return isinstance(fe.var, Variable) or bool(fe.filters) or not isinstance(fe.var, str)
+
+    def template_module(self, fe: Any, node: Any, construct: str) -> str | None:
+        """The name of the converted module of the template *fe* names."""
+        if self._computed_name(fe):
             self.todo(node, construct, "a template name computed at run time")
             return None
         target = self.job.resolve(str(fe.var))
@@ -887,7 +897,7 @@ def _compiled(converter: _Converter, source: str) -> str:
     Django puts a value anywhere in the text; PTL refuses one where no value may go
     (inside a tag's name, say), and the compiler says where.
     """
-    from ptl_wsgi import compile_ptl
+    from ptl_wsgi.compiler import compile_ptl
 
     for _ in range(100):
         try:
