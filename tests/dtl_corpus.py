@@ -52,6 +52,8 @@ class Case:
     contexts: list[dict[str, Any]] = field(default_factory=lambda: [{}])
     #: What the converter reports for this case (then the render is not compared).
     reported: bool = False
+    #: Why the converted template renders differently, when it does by design.
+    differs: str = ""
 
     @property
     def source(self) -> str:
@@ -63,6 +65,7 @@ def case(
     source: str,
     contexts: list[dict[str, Any]] | None = None,
     reported: bool = False,
+    differs: str = "",
     **files: str,
 ) -> Case:
     """A case rendering *source*; *files* are more templates (``sub__part_html`` is ``sub/part.html``)."""
@@ -70,7 +73,7 @@ def case(
     all_files.update(
         {name.replace("__", "/").replace("_html", ".html"): text for name, text in files.items()}
     )
-    return Case(construct, all_files, contexts or [{}], reported)
+    return Case(construct, all_files, contexts or [{}], reported, differs)
 
 
 def values(name: str, items: list[Any]) -> list[dict[str, Any]]:
@@ -330,6 +333,19 @@ CASES: list[Case] = [
     ),
     case(
         "{% get_current_language %}", "{% load i18n %}{% get_current_language as lang %}{{ lang }}"
+    ),
+    # -- where PTL escapes more than Django: by the place a value lands ------------------------
+    case(
+        "values in URLs, scripts and styles",
+        '<a href="{{ v }}">a</a><script>var s = "{{ v }}";</script><p onclick="go(\'{{ v }}\')">p</p>'
+        '<p style="color: {{ v }}">s</p>',
+        values("v", ["javascript:alert(1)", '";alert(1)//', "red;background:url(x)", "a b"]),
+        differs="PTL escapes a value for the place it lands (URL, JavaScript, CSS), Django for HTML only",
+    ),
+    case(
+        "values in URLs, scripts and styles",
+        '<a href="/item/{{ v }}?q={{ v }}">a</a><p title="{{ v }}">t</p>',
+        values("v", ["plain", "x-y_z.html", 1]),
     ),
     # -- not converted -----------------------------------------------------------------------------
     case("custom tag", "{% load humanize_nope %}{% custom_tag a %}", reported=True),

@@ -19,6 +19,8 @@ from django.template import Context, Engine
 from django.test import override_settings
 from django.urls import path
 from dtl_corpus import CASES, Case
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ptl_wsgi.contrib.django import PTLTemplates
 from ptl_wsgi.tools.converting import Job, collect
@@ -29,6 +31,7 @@ urlpatterns = [
     path("item/<str:name>/", lambda request, name: HttpResponse(), name="item"),
 ]
 
+MISSING = object()  # a context without the variable
 LIBRARIES = {"static": "django.templatetags.static", "i18n": "django.templatetags.i18n"}
 
 
@@ -97,5 +100,68 @@ def test_converted_template_renders_as_django(case: Case, tmp_path: Path) -> Non
     result, detail = outcome(case, tmp_path)
     if case.reported:
         assert result == "reported", detail
+    elif case.differs:
+        assert result == "different", detail
     else:
         assert result == "identical", detail
+
+
+# -- generated contexts ------------------------------------------------------------------------
+
+PROPERTY_TEMPLATES = {
+    "filters": "{{ a }}|{{ a|default:b }}|{{ a|default_if_none:'n' }}|{{ a|length }}|{{ a|upper }}"
+    "|{{ a|add:b }}|{{ a|yesno }}|{{ a|first }}|{{ a|join:',' }}|{{ a|slice:':2' }}"
+    "|{{ a|truncatechars:3 }}|{{ a|floatformat }}|{{ a|pluralize }}|{{ a|safe }}|{{ a|escape }}"
+    "|{{ a|linebreaksbr }}|{{ a|urlize }}|{{ a|striptags }}|{{ a.0 }}|{{ a.b }}",
+    "conditions": "{% if a > b %}gt{% elif a == b %}eq{% else %}other{% endif %}"
+    "{% if a in b %}in{% endif %}{% if a not in b %}out{% endif %}{% if not a or b %}x{% endif %}"
+    "{% if a and b %}y{% endif %}{% if a|length >= 2 %}long{% endif %}{% if a is None %}none{% endif %}",
+    "loops": "{% for x in a %}{{ forloop.counter }}{{ x }}{% if forloop.last %}.{% endif %}"
+    "{% empty %}empty{% endfor %}{% with c=a|length %}{{ c }}{% endwith %}{% firstof a b 'z' %}"
+    "{% for x in b reversed %}{% cycle 'o' 'e' %}{{ x|default:'-' }}{% endfor %}",
+}
+
+_TEXT = st.text(alphabet=st.sampled_from("ab <>&\"'é\n%0.1-"), max_size=8)
+_SCALAR = st.one_of(
+    _TEXT,
+    st.integers(-1000, 1000),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.none(),
+    st.booleans(),
+)
+_VALUE = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=4), st.dictionaries(_TEXT, _SCALAR, max_size=3))
+
+
+@pytest.fixture(scope="module")
+def converted_property_templates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("property")
+    src, dest = tmp / "src", tmp / "dest"
+    src.mkdir()
+    for name, text in PROPERTY_TEMPLATES.items():
+        (src / f"{name}.html").write_text(text, encoding="utf-8")
+    files = collect(str(src), str(dest))
+    job = Job("django", files={f.name: f for f in files})
+    for file in files:
+        result = convert_file(file, job)
+        assert not result.problems
+        Path(file.dest_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(file.dest_path).write_text(result.source, encoding="utf-8")
+    return src, dest
+
+
+@pytest.mark.parametrize("name", sorted(PROPERTY_TEMPLATES))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=st.one_of(_VALUE, st.just(MISSING)), b=st.one_of(_VALUE, st.just(MISSING)))
+def test_generated_contexts_render_as_django(
+    converted_property_templates: tuple[Path, Path], name: str, a: Any, b: Any
+) -> None:
+    src, dest = converted_property_templates
+    context = {key: value for key, value in (("a", a), ("b", b)) if value is not MISSING}
+    django_engine = Engine(dirs=[str(src)], libraries=LIBRARIES)
+    ptl_engine = PTLTemplates({"NAME": "t", "DIRS": [dest], "APP_DIRS": False, "OPTIONS": {}})
+    try:
+        theirs = _rendered(lambda: django_engine.get_template(f"{name}.html").render(Context(context)))
+        ours = _rendered(lambda: ptl_engine.get_template(f"{name}.ptl").render(dict(context)))
+    finally:
+        ptl_engine.loader.close()
+    assert ours == theirs

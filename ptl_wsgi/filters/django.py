@@ -33,6 +33,7 @@ from ptl_wsgi.idioms import Layout, Undefined
 _L = TypeVar("_L", bound=Layout)
 
 __all__ = [
+    "argument",
     "BUILTIN_FILTERS",
     "Changed",
     "Cycle",
@@ -118,6 +119,9 @@ class _Missing(Exception):
     pass
 
 
+_FAILED: Any = object()
+
+
 def _step(current: Any, bit: str) -> Any:
     """One ``.bit`` of a variable, in Django's order: item, attribute, list index."""
     try:
@@ -165,6 +169,20 @@ def var(value: Any, *path: str, missing: Any = STRING_IF_INVALID) -> Any:
     if isinstance(current, Undefined):
         return missing
     return current
+
+
+def argument(value: Any, *path: str) -> Any:
+    """A filter's argument ``{{ x|default:value.a }}``: as :func:`var`, but a failed lookup raises.
+
+    Django resolves a filter's variable argument strictly: a missing one raises
+    ``VariableDoesNotExist``, and so does the render.
+    """
+    found = var(value, *path, missing=_FAILED)
+    if found is _FAILED:
+        from django.template import VariableDoesNotExist
+
+        raise VariableDoesNotExist("Failed lookup for a filter argument")
+    return found
 
 
 def show(value: Any, autoescape: bool = True) -> Any:

@@ -341,6 +341,14 @@ class _Converter:
         args = "".join(", " + self.literal(bit) for bit in rest)
         return f"{_DJ}.var({ident}{args}{self._missing(missing)})"
 
+    def argument(self, variable: Any, node: Any) -> str:
+        """A filter's variable argument: resolved strictly, as Django does."""
+        code = self.variable(variable, None, node)
+        prefix = f"{_DJ}.var("
+        if code.startswith(prefix):
+            return f"{_DJ}.argument(" + code[len(prefix) :]
+        return code
+
     def _missing(self, missing: str | None) -> str:
         return "" if missing is None else f", missing={missing}"
 
@@ -356,7 +364,7 @@ class _Converter:
             arguments = []
             for lookup, arg in args:
                 if lookup:
-                    arguments.append(self.variable(arg, None, node))
+                    arguments.append(self.argument(arg, node))
                 else:
                     arguments.append(self.constant_value(arg))
             code = self.call_filter(func, code, arguments, node)
@@ -652,7 +660,7 @@ class _Converter:
         code = self.inner_template(node.nodelist, "filtered")
         for func, args in node.filter_expr.filters:
             arguments = [
-                self.variable(arg, None, node) if lookup else self.constant_value(arg)
+                self.argument(arg, node) if lookup else self.constant_value(arg)
                 for lookup, arg in args
             ]
             code = self.call_filter(func, code, arguments, node)
