@@ -165,3 +165,44 @@ def test_generated_contexts_render_as_django(
     finally:
         ptl_engine.loader.close()
     assert ours == theirs
+
+
+# -- the counts in docs/migrating.md -------------------------------------------------------------
+
+DOC = Path(__file__).parent.parent / "docs" / "migrating.md"
+COUNTS_START, COUNTS_END = "<!-- dtl-counts -->", "<!-- /dtl-counts -->"
+
+
+def counts_table(tmp_path: Path) -> str:
+    """The table of renders per construct: identical, reported (not converted), different."""
+    counts: dict[str, Counter[str]] = {}
+    for i, case in enumerate(CASES):
+        src, dest, problems = convert(case, tmp_path / str(i))
+        tally = counts.setdefault(case.construct, Counter())
+        if problems:
+            tally["reported"] += len(case.contexts)
+            continue
+        for theirs, ours in render_both(case, src, dest):
+            tally["identical" if theirs == ours else "different"] += 1
+    lines = ["| construct | identical | reported | different |", "| --- | --- | --- | --- |"]
+    for construct, tally in counts.items():
+        name = construct.replace("|", "\\|")
+        if construct[0] in "{|":
+            name = f"`{name}`"
+        lines.append(
+            f"| {name} | {tally['identical']} | {tally['reported']} | {tally['different']} |"
+        )
+    total: Counter[str] = Counter()
+    for tally in counts.values():
+        total.update(tally)
+    lines.append(
+        f"| all | {total['identical']} | {total['reported']} | {total['different']} |"
+    )
+    return "\n".join(lines)
+
+
+@override_settings(ROOT_URLCONF=__name__, STATIC_URL="/static/", MEDIA_URL="/media/")
+def test_docs_counts_table_is_current(tmp_path: Path) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    start, end = text.index(COUNTS_START) + len(COUNTS_START), text.index(COUNTS_END)
+    assert text[start:end].strip() == counts_table(tmp_path)

@@ -128,6 +128,13 @@ def _make_parser(engine: Any, source: str, origin: Any) -> Any:
         def __init__(self, command: str) -> None:
             self.command = command
 
+    class LineCommentNode(tbase.TextNode):  # type: ignore[misc]
+        """``{# ... #}``: no output, and no tag (``{% extends %}`` may follow it)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__("")
+            self.text = text
+
     class Tags(dict):  # type: ignore[type-arg]
         def __missing__(self, command: str) -> Any:
             return unknown_tag
@@ -162,9 +169,7 @@ def _make_parser(engine: Any, source: str, origin: Any) -> Any:
         return node
 
     def line_comment(parser: Any, token: Any) -> Any:
-        node = CommentNode()
-        node.text = token.contents[len("ptl_comment ") :]
-        return node
+        return LineCommentNode(token.contents[len("ptl_comment ") :])
 
     def lenient_load(parser: Any, token: Any) -> Any:
         try:
@@ -494,6 +499,9 @@ class _Converter:
 
     def node_VariableNode(self, node: Any) -> None:
         self.value(self.show(self.filtered(node.filter_expression, node=node)), node)
+
+    def node_LineCommentNode(self, node: Any) -> None:
+        self.node_CommentNode(node)
 
     def node_CommentNode(self, node: Any) -> None:
         text = getattr(node, "text", "")
@@ -895,6 +903,8 @@ class _Converter:
                 self.function(f"def page {self.kind} (self):", "self.context", nodes)
         self.w.blank()
         with self.w.block(f"def render {self.kind} (**context):"):
+            if extends is not None:  # Django outputs the text before {% extends %} too
+                self.nodelist(nodes[: nodes.index(extends)])
             self.w.value(f"{name}(**context).page()")
         return self.w.getvalue()
 
