@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (templates are clearer on one line each)
 """Django templates covering every tag and builtin filter, with contexts to render them in.
 
 tests/test_from_django.py renders each case with Django's engine and, converted by
@@ -118,7 +119,7 @@ CASES: list[Case] = [
         "{% if a %}A{% elif b %}B{% else %}C{% endif %}|{% if not a %}not{% endif %}"
         "|{% if a and b %}and{% endif %}|{% if a or b %}or{% endif %}"
         "|{% if not a and b or not b %}mixed{% endif %}",
-        [{"a": a, "b": b} for a in (0, 1, "", "x", None, []) for b in (0, "y")] + [{}],
+        [*({"a": a, "b": b} for a in (0, 1, "", "x", None, []) for b in (0, "y")), {}],
     ),
     case(
         "{% if %} comparisons",
@@ -148,12 +149,12 @@ CASES: list[Case] = [
     case(
         "{% for %}",
         "{% for x in items %}[{{ x }}]{% endfor %}{% for x in items reversed %}({{ x }}){% endfor %}",
-        values("items", [*SEQUENCES, None, {"k": 1}, range(3)]) + [{}],
+        [*values("items", [*SEQUENCES, None, {"k": 1}, range(3)]), {}],
     ),
     case(
         "{% for %} {% empty %}",
         "<ul>{% for x in items %}<li>{{ x }}</li>{% empty %}<li>none</li>{% endfor %}</ul>",
-        values("items", SEQUENCES) + [{}, {"items": None}],
+        [*values("items", SEQUENCES), {}, {"items": None}],
     ),
     case(
         "forloop",

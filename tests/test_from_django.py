@@ -66,21 +66,21 @@ def render_both(case: Case, src: Path, dest: Path) -> list[tuple[str, str]]:
     ptl_engine = PTLTemplates({"NAME": "t", "DIRS": [dest], "APP_DIRS": False, "OPTIONS": {}})
     try:
         pages = []
+        django_template = django_engine.get_template("main.html")
+        ptl_template = ptl_engine.get_template("main.ptl")
         for context in case.contexts:
-            theirs = _rendered(
-                lambda: django_engine.get_template("main.html").render(Context(dict(context)))
-            )
-            ours = _rendered(lambda: ptl_engine.get_template("main.ptl").render(dict(context)))
+            theirs = _rendered(django_template.render, Context(dict(context)))
+            ours = _rendered(ptl_template.render, dict(context))
             pages.append((theirs, ours))
         return pages
     finally:
         ptl_engine.loader.close()
 
 
-def _rendered(render: Any) -> str:
+def _rendered(render: Any, context: Any) -> str:
     """The page, normalised; or the error's type, when the render raises."""
     try:
-        return normalise(str(render()))
+        return normalise(str(render(context)))
     except Exception as exc:
         return f"raises {type(exc).__name__}"
 
@@ -115,7 +115,8 @@ PROPERTY_TEMPLATES = {
     "|{{ a|linebreaksbr }}|{{ a|urlize }}|{{ a|striptags }}|{{ a.0 }}|{{ a.b }}",
     "conditions": "{% if a > b %}gt{% elif a == b %}eq{% else %}other{% endif %}"
     "{% if a in b %}in{% endif %}{% if a not in b %}out{% endif %}{% if not a or b %}x{% endif %}"
-    "{% if a and b %}y{% endif %}{% if a|length >= 2 %}long{% endif %}{% if a is None %}none{% endif %}",
+    "{% if a and b %}y{% endif %}{% if a|length >= 2 %}long{% endif %}"
+    "{% if a is None %}none{% endif %}",
     "loops": "{% for x in a %}{{ forloop.counter }}{{ x }}{% if forloop.last %}.{% endif %}"
     "{% empty %}empty{% endfor %}{% with c=a|length %}{{ c }}{% endwith %}{% firstof a b 'z' %}"
     "{% for x in b reversed %}{% cycle 'o' 'e' %}{{ x|default:'-' }}{% endfor %}",
@@ -129,7 +130,9 @@ _SCALAR = st.one_of(
     st.none(),
     st.booleans(),
 )
-_VALUE = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=4), st.dictionaries(_TEXT, _SCALAR, max_size=3))
+_VALUE = st.one_of(
+    _SCALAR, st.lists(_SCALAR, max_size=4), st.dictionaries(_TEXT, _SCALAR, max_size=3)
+)
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +163,8 @@ def test_generated_contexts_render_as_django(
     django_engine = Engine(dirs=[str(src)], libraries=LIBRARIES)
     ptl_engine = PTLTemplates({"NAME": "t", "DIRS": [dest], "APP_DIRS": False, "OPTIONS": {}})
     try:
-        theirs = _rendered(lambda: django_engine.get_template(f"{name}.html").render(Context(context)))
-        ours = _rendered(lambda: ptl_engine.get_template(f"{name}.ptl").render(dict(context)))
+        theirs = _rendered(django_engine.get_template(f"{name}.html").render, Context(context))
+        ours = _rendered(ptl_engine.get_template(f"{name}.ptl").render, dict(context))
     finally:
         ptl_engine.loader.close()
     assert ours == theirs
@@ -195,9 +198,7 @@ def counts_table(tmp_path: Path) -> str:
     total: Counter[str] = Counter()
     for tally in counts.values():
         total.update(tally)
-    lines.append(
-        f"| all | {total['identical']} | {total['reported']} | {total['different']} |"
-    )
+    lines.append(f"| all | {total['identical']} | {total['reported']} | {total['different']} |")
     return "\n".join(lines)
 
 

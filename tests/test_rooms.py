@@ -39,11 +39,12 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
          "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms",
-         "tools", "tools.converting"],
+         "tools", "tools.converting", "tools.from_django", "filters"],
         2,
     ),
     "i18n": 3,
     "loader": 3,
+    "filters.django": 3,
     "wsgi": 4,
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",

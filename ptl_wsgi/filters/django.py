@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi.html import htmltext
@@ -330,6 +330,7 @@ def csrf_token(token: Any) -> Any:
 def url(view_name: Any, *args: Any, silent: bool = False, **kwargs: Any) -> str:
     """``{% url %}``: ``reverse()``; with ``silent`` (the ``as name`` form) a failure is ``""``."""
     from django.urls import NoReverseMatch, reverse
+
     from ptl_wsgi.loader import render_context
 
     request = render_context().get("request")
@@ -400,14 +401,14 @@ def spaceless(markup: Any) -> Any:
 
 
 def lorem(count: int = 1, method: str = "b", common: bool = True) -> Any:
-    """``{% lorem %}``: Django's lorem ipsum, words (``w``), HTML paragraphs (``p``) or text (``b``)."""
+    """``{% lorem %}``: Django's lorem ipsum: words (``w``), paragraphs (``p`` HTML, ``b`` text)."""
     from django.utils.lorem_ipsum import paragraphs, words
 
     if method == "w":
         return words(count, common=common)
     found = paragraphs(count, common=common)
     if method == "p":
-        return htmltext("\n\n".join("<p>%s</p>" % p for p in found))
+        return htmltext("\n\n".join(f"<p>{p}</p>" for p in found))
     return "\n\n".join(found)
 
 

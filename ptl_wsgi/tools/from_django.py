@@ -938,10 +938,9 @@ def _compiled(converter: _Converter, source: str) -> str:
             lines[index] = indent + f"TODO({string_literal(str(problem))})"
             source = "\n".join(lines)
             if not re.search(r"^from ptl_wsgi\.idioms import .*\bTODO\b", source, re.M):
+                first_import = f"from ptl_wsgi.filters import django as {_DJ}\n"
                 source = source.replace(
-                    f"from ptl_wsgi.filters import django as {_DJ}\n",
-                    f"from ptl_wsgi.filters import django as {_DJ}\nfrom ptl_wsgi.idioms import TODO\n",
-                    1,
+                    first_import, first_import + "from ptl_wsgi.idioms import TODO\n", 1
                 )
     return source
 
