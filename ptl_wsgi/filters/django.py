@@ -341,7 +341,9 @@ def url(view_name: Any, *args: Any, silent: bool = False, **kwargs: Any) -> str:
             match = getattr(request, "resolver_match", None)
             current_app = getattr(match, "namespace", None)
     try:
-        return reverse(str(view_name), args=args, kwargs=kwargs or None, current_app=current_app)
+        return str(
+            reverse(str(view_name), args=args, kwargs=kwargs or None, current_app=current_app)
+        )
     except NoReverseMatch:
         if silent:
             return ""
@@ -352,7 +354,7 @@ def static(path: Any) -> str:
     """``{% static %}``: the URL of a static file (Django's ``static()``)."""
     from django.templatetags.static import static as django_static
 
-    return django_static(str(path))
+    return str(django_static(str(path)))
 
 
 def static_prefix(setting: str) -> str:
@@ -371,7 +373,7 @@ def now(format_string: str) -> str:
     from django.utils.dateformat import format as date_format
 
     zone = timezone.get_current_timezone() if settings.USE_TZ else None
-    return date_format(datetime.now(tz=zone), format_string)
+    return str(date_format(datetime.now(tz=zone), format_string))
 
 
 def widthratio(value: Any, max_value: Any, max_width: Any) -> str:
@@ -465,8 +467,7 @@ def regroup(values: Any, key: Callable[[Any], Any]) -> list[GroupedResult]:
     if not values:
         return []
     return [
-        GroupedResult(grouper, list(items))
-        for grouper, items in itertools.groupby(values, key)  # type: ignore[arg-type]
+        GroupedResult(grouper, list(items)) for grouper, items in itertools.groupby(values, key)
     ]
 
 

@@ -397,7 +397,7 @@ class _Converter:
         return self.literal(value)
 
     def call_filter(self, func: Any, value: str, arguments: list[str], node: Any) -> str:
-        name = getattr(func, "_filter_name", None) or getattr(func, "__name__", "?")
+        name = str(getattr(func, "_filter_name", None) or getattr(func, "__name__", "?"))
         args = "".join(", " + a for a in arguments)
         escape = "" if self.autoescape else ", autoescape=False"
         needs = getattr(func, "needs_autoescape", False)
