@@ -9,26 +9,39 @@ from __future__ import annotations
 
 import html
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.template import Context, Engine
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import path
 from dtl_corpus import CASES, Case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ptl_helpers import subprocess_env, write_files
 
 from ptl_wsgi.contrib.django import PTLTemplates
 from ptl_wsgi.tools.converting import Job, collect
 from ptl_wsgi.tools.from_django import convert_file
 
+
+def vote(request: HttpRequest) -> HttpResponse:
+    """A view rendering a converted template, as an app does after the conversion."""
+    if request.method == "POST":
+        return HttpResponse(f"voted {request.POST['choice']}")
+    return render(request, "vote.ptl", {"question": {"text": "Tea & <cake>?", "id": 7}})
+
+
 urlpatterns = [
     path("", lambda request: HttpResponse(), name="index"),
     path("item/<str:name>/", lambda request, name: HttpResponse(), name="item"),
+    path("vote/", vote, name="vote"),
 ]
 
 MISSING = object()  # a context without the variable
@@ -207,3 +220,156 @@ def test_docs_counts_table_is_current(tmp_path: Path) -> None:
     text = DOC.read_text(encoding="utf-8")
     start, end = text.index(COUNTS_START) + len(COUNTS_START), text.index(COUNTS_END)
     assert text[start:end].strip() == counts_table(tmp_path)
+
+
+# -- as users run it -------------------------------------------------------------------------------
+
+PROJECT_FILES = {
+    "mysite/__init__.py": "",
+    "mysite/settings.py": """
+        SECRET_KEY = "x"
+        INSTALLED_APPS = ["shop"]
+        TEMPLATES = [
+            {"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}
+        ]
+        USE_TZ = True
+    """,
+    "shop/__init__.py": "",
+    "shop/templatetags/__init__.py": "",
+    "shop/templatetags/shop_tags.py": """
+        from django import template
+        from django.utils.html import format_html
+
+        register = template.Library()
+
+        @register.filter(is_safe=True)
+        def stars(value):
+            return "*" * int(value)
+
+        @register.filter(name="price")
+        def format_price(value, currency="EUR"):
+            return format_html("<b>{}</b> {}", value, currency)
+
+        @register.simple_tag
+        def shout(text):
+            return text.upper()
+    """,
+    "shop/extra_filters.py": """
+        def reverse_text(value):
+            return str(value)[::-1]
+    """,
+    "dtl/item.html": """\
+        {% load shop_tags %}<p>{{ item.name|reverse_text }} {{ item.rating|stars }}
+        {{ item.price|price:"<USD>" }}</p>
+    """,
+    "dtl/list.html": '{% for item in items %}{% include "item.html" %}{% endfor %}\n',
+    "dtl/tags.html": '{% load shop_tags %}{% shout "hi" %}\n',
+    "compare.py": """
+        import django, os
+        os.environ["DJANGO_SETTINGS_MODULE"] = "mysite.settings"
+        django.setup()
+        from django.template import Context, Engine
+        from ptl_wsgi.idioms import NotConvertedError
+        from ptl_wsgi.loader import Loader
+        from shop.extra_filters import reverse_text
+
+        context = {"items": [{"name": "<abc>", "rating": 3, "price": 5}]}
+        engine = Engine(dirs=["dtl"], libraries={"shop_tags": "shop.templatetags.shop_tags"})
+        engine.template_builtins[0].filters["reverse_text"] = reverse_text
+        print(engine.get_template("list.html").render(Context(context)), end="")
+        print(Loader(["templates"]).render("list.ptl", context), end="")
+        try:
+            Loader(["templates"]).render("tags.ptl", {})
+        except NotConvertedError as exc:
+            print(exc)
+    """,
+}
+
+
+def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ptl_wsgi", "convert", *args],
+        cwd=cwd,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_converts_a_project_with_its_libraries_and_reports_the_rest(tmp_path: Path) -> None:
+    write_files(tmp_path, PROJECT_FILES)
+    result = run_cli(
+        tmp_path,
+        "--from-django", "dtl", "--output", "templates",
+        "--settings", "mysite.settings", "--filters", "shop.extra_filters",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "tags.html:1: {% shout %}: a custom tag (shop.templatetags.shop_tags): write it in PTL",
+        "converted 3 templates into templates; 1 not converted (TODO in the output)",
+    ]
+    compared = subprocess.run(
+        [sys.executable, "compare.py"],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    page = ["<p>&gt;cba&lt; ***", "<b>5</b> <USD></p>", ""]  # a literal argument is safe
+    assert compared.stdout.splitlines() == [
+        *page,
+        *page,
+        "not converted: tags.html:1: {% shout %}: a custom tag (shop.templatetags.shop_tags): "
+        "write it in PTL",
+    ], compared.stderr
+
+
+def test_cli_without_the_settings_reports_the_library_and_its_filters(tmp_path: Path) -> None:
+    write_files(tmp_path, PROJECT_FILES)
+    result = run_cli(tmp_path, "--from-django", "dtl/item.html", "--output", "out")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "item.html:1: {% load shop_tags %}: unknown tag library 'shop_tags' "
+        "(give the project's settings: --settings)",
+        "item.html:1: |reverse_text: unknown filter (name its module with --filters)",
+        "item.html:1: |stars: unknown filter (name its module with --filters)",
+        "item.html:2: |price: unknown filter (name its module with --filters)",
+        "converted 1 template into out; 4 not converted (TODO in the output)",
+    ]
+
+
+VOTE_TEMPLATE = """\
+<h1>{{ question.text }}</h1>
+<form action="{% url 'vote' %}" method="post">{% csrf_token %}
+<input type="radio" name="choice" value="{{ question.id }}">
+</form>
+"""
+
+
+def test_a_converted_template_in_a_django_app_passes_csrf(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "vote.html").write_text(VOTE_TEMPLATE, encoding="utf-8")
+    from ptl_wsgi.tools.converting import convert_tree
+
+    assert convert_tree(str(tmp_path / "src"), str(tmp_path / "dest"), "django") == 0
+    templates = [
+        {
+            "BACKEND": "ptl_wsgi.contrib.django.PTLTemplates",
+            "NAME": "ptl",
+            "DIRS": [tmp_path / "dest"],
+        }
+    ]
+    with override_settings(ROOT_URLCONF=__name__, TEMPLATES=templates):
+        client = Client(enforce_csrf_checks=True)
+        page = client.get("/vote/")
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert "<h1>Tea &amp; &lt;cake&gt;?</h1>" in text
+        assert '<form action="/vote/" method="post">' in text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', text)
+        assert token is not None
+        assert client.post("/vote/", {"choice": "7"}).status_code == 403  # no token: refused
+        voted = client.post("/vote/", {"choice": "7", "csrfmiddlewaretoken": token.group(1)})
+        assert voted.content == b"voted 7"

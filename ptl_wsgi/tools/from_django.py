@@ -174,9 +174,15 @@ def _make_parser(engine: Any, source: str, origin: Any) -> Any:
     def lenient_load(parser: Any, token: Any) -> Any:
         try:
             return load(parser, token)
-        except tbase.TemplateSyntaxError as exc:
+        except tbase.TemplateSyntaxError:
+            bits = token.split_contents()[1:]
+            names = bits[bits.index("from") + 1 :] if "from" in bits else bits
+            unknown = [name for name in names if name not in parser.libraries]
             node = LoadNode()
-            node.failure = str(exc)
+            node.failure = (
+                f"unknown tag library {', '.join(map(repr, unknown or names))} "
+                "(give the project's settings: --settings)"
+            )
             return node
 
     parser = LenientParser(tokens, engine.template_libraries, engine.template_builtins, origin)
@@ -480,7 +486,9 @@ class _Converter:
     def node(self, node: Any) -> None:
         method = getattr(self, "node_" + type(node).__name__, None)
         if method is None:
-            self.todo(node, self._tag_name(node), "a tag this converter does not know")
+            func = getattr(node, "func", None)  # a simple_tag's or inclusion_tag's function
+            where = getattr(func, "__module__", None) or type(node).__module__
+            self.todo(node, self._tag_name(node), f"a custom tag ({where}): write it in PTL")
             return
         method(node)
 
