@@ -145,6 +145,11 @@ CASES: list[Case] = [
         ]
         + [{}],
     ),
+    case(
+        "{% if %}",
+        "{% if x|default_if_none:y %}yes{% else %}no{% endif %}",
+        [{}, {"y": 0}, {"y": 1}, {"x": None, "y": "1"}],
+    ),
     # -- for ---------------------------------------------------------------------------------
     case(
         "{% for %}",
@@ -212,6 +217,13 @@ CASES: list[Case] = [
         '{% extends "loop.html" %}{% block item %}({{ x }}:{{ forloop.counter }}){% endblock %}',
         [{"items": ["a", "<b>"]}],
         loop_html="{% for x in items %}{% block item %}{{ x }}{% endblock %}{% endfor %}",
+    ),
+    case(
+        "{% extends %} {% block %}",
+        "{% extends 'middle.html' %}{% block b %}child{% endblock %}",
+        [{"v": "<v>"}],
+        middle_html="{% extends 'plain.html' %}{% block b %}middle{% endblock %}",
+        plain_html="no blocks {{ v }}",
     ),
     # -- include -----------------------------------------------------------------------------------
     case(

@@ -40,6 +40,7 @@ __all__ = [
     "FilterFunction",
     "GroupedResult",
     "compare",
+    "condition",
     "csrf_token",
     "current_language",
     "library_filter",
@@ -185,6 +186,16 @@ def argument(value: Any, *path: str) -> Any:
     return found
 
 
+def condition(test: Callable[[], Any]) -> Any:
+    """An ``{% if %}`` condition with a filter's variable argument: a missing one is false."""
+    from django.template import VariableDoesNotExist
+
+    try:
+        return test()
+    except VariableDoesNotExist:
+        return None
+
+
 def show(value: Any, autoescape: bool = True) -> Any:
     """What ``{{ }}`` outputs for *value*: localised, and markup only if it was markup.
 
@@ -304,14 +315,26 @@ def compare(left: Any, operator: str, right: Any) -> bool:
     raise ValueError(f"not a comparison of Django's if: {operator!r}")
 
 
-def for_values(values: Any, reverse: bool = False) -> Sequence[Any]:
-    """The items ``{% for %}`` loops over: ``None`` is none, an iterator is read once."""
+def for_values(values: Any, reverse: bool = False, unpack: int = 1) -> Sequence[Any]:
+    """The items ``{% for %}`` loops over: ``None`` is none, an iterator is read once.
+
+    With *unpack* loop variables (``{% for key, value in ... %}``), an item of another
+    length is Django's ``ValueError``.
+    """
     if values is None:
         values = []
     elif not hasattr(values, "__len__"):
         values = list(values)
     if reverse:
-        return list(reversed(values))
+        values = list(reversed(values))
+    if unpack > 1:
+        for item in values:
+            try:
+                found = len(item)
+            except TypeError:
+                found = 1
+            if found != unpack:
+                raise ValueError(f"Need {unpack} values to unpack in for loop; got {found}. ")
     return values  # type: ignore[no-any-return]
 
 

@@ -542,7 +542,10 @@ class _Converter:
             if cond is None:
                 head = "else:"
             else:
-                head = ("if " if i == 0 else "elif ") + self.condition(cond) + ":"
+                test = self.condition(cond)
+                if f"{_DJ}.argument(" in test:  # Django takes a missing one as false here
+                    test = f"{_DJ}.condition(lambda: {test})"
+                head = ("if " if i == 0 else "elif ") + test + ":"
             with self.w.block(head):
                 self.nodelist(nodes)
 
@@ -562,8 +565,10 @@ class _Converter:
 
     def node_ForNode(self, node: Any) -> None:
         sequence = self.filtered(node.sequence, missing="None", node=node)
-        reverse = ", reverse=True" if node.is_reversed else ""
-        values = f"{_DJ}.for_values({sequence}{reverse})"
+        extra = ", reverse=True" if node.is_reversed else ""
+        if len(node.loopvars) > 1:
+            extra += f", unpack={len(node.loopvars)}"
+        values = f"{_DJ}.for_values({sequence}{extra})"
         empty = len(node.nodelist_empty) > 0
         if empty:
             name = self.fn.fresh(_identifier(node.loopvars[0]) + "_values")
@@ -890,11 +895,14 @@ class _Converter:
         name = class_name(self.file.name)
         self.module_names.add(name)
         base = None
+        plain_parent = None  # the parent's module, when the parent has no blocks
         if extends is not None:
             module = self.template_module(extends.parent_name, extends, "{% extends %}")
-            if module is not None:
-                target = self.job.resolve(str(extends.parent_name.var))
-                base = f"{module}.{class_name(target.name if target else '')}"
+            target = self.job.resolve(str(extends.parent_name.var)) if module else None
+            if target is not None and _has_blocks(target, self.engine):
+                base = f"{module}.{class_name(target.name)}"
+            else:
+                plain_parent = module
             blocks = extends.nodelist.get_nodes_by_type(BlockNode)
         if base is None:
             base = self.w.use("ptl_wsgi.idioms", "Layout")
@@ -909,12 +917,29 @@ class _Converter:
             if extends is None:
                 self.w.blank()
                 self.function(f"def page {self.kind} (self):", "self.context", nodes)
+            elif plain_parent is not None:  # a parent without blocks is the whole page
+                self.w.blank()
+                with self.w.block(f"def page {self.kind} (self):"):
+                    self.w.value(f"{plain_parent}.render(**self.context)")
         self.w.blank()
         with self.w.block(f"def render {self.kind} (**context):"):
             if extends is not None:  # Django outputs the text before {% extends %} too
                 self.nodelist(nodes[: nodes.index(extends)])
             self.w.value(f"{name}(**context).page()")
         return self.w.getvalue()
+
+
+def _has_blocks(file: TemplateFile, engine: Any) -> bool:
+    """Whether the converted *file* is a layout class (it has blocks, or extends another)."""
+    from django.template import TemplateSyntaxError
+    from django.template.loader_tags import BlockNode, ExtendsNode
+
+    try:
+        with open(file.source_path, encoding="utf-8") as f:
+            nodes = parse(f.read(), file.name, engine)
+    except (OSError, UnicodeDecodeError, TemplateSyntaxError):
+        return True  # its conversion reports it; the subclass is the likelier intent
+    return bool(nodes.get_nodes_by_type(BlockNode) or nodes.get_nodes_by_type(ExtendsNode))
 
 
 def _compiled(converter: _Converter, source: str) -> str:
