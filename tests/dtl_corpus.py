@@ -192,6 +192,19 @@ CASES: list[Case] = [
         values("v", [HOSTILE, ["<a>", "&"], mark_safe("<i>s</i>")]),
     ),
     case(
+        "{% autoescape %}",
+        "{% autoescape off %}{% include 'part.html' %}{% block b %}{% endblock %}{% endautoescape %}"
+        "{% include 'part.html' %}",
+        values("v", [HOSTILE]),
+        part_html="[{{ v }}|{{ v|linebreaksbr }}]",
+    ),
+    case(
+        "{% autoescape %}",
+        "{% extends 'base.html' %}{% block b %}{{ v }}{% endblock %}",
+        values("v", [HOSTILE]),
+        base_html="{% autoescape off %}{% block b %}{% endblock %}{% endautoescape %}|{% block c %}{{ v }}{% endblock %}",
+    ),
+    case(
         "|safe",
         "{{ v|safe }} {{ v|safe|upper }} {{ v|escape }} {{ v|force_escape }} {{ v|safeseq|join:'' }} {{ v|escapeseq|join:'' }}",
         values("v", [HOSTILE, ["<a>", "&"], "plain"]),
@@ -235,6 +248,11 @@ CASES: list[Case] = [
     ),
     case(
         "{% include %}", '{% include "sub/part.html" %}', [{"v": 1}], sub__part_html="sub {{ v }}"
+    ),
+    case(
+        "{% include %}",
+        '{% for c in comments %}{{ c.name }}({% include "main.html" with comments=c.children %}){% endfor %}',
+        [{"comments": [{"name": "a", "children": [{"name": "<b>", "children": []}]}]}],
     ),
     case(
         "{% include %}",

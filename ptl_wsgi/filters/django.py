@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi.html import htmltext
@@ -34,6 +36,7 @@ _L = TypeVar("_L", bound=Layout)
 
 __all__ = [
     "argument",
+    "autoescaping",
     "BUILTIN_FILTERS",
     "Changed",
     "Cycle",
@@ -196,24 +199,47 @@ def condition(test: Callable[[], Any]) -> Any:
         return None
 
 
-def show(value: Any, autoescape: bool = True) -> Any:
+def show(value: Any, autoescape: bool | None = None) -> Any:
     """What ``{{ }}`` outputs for *value*: localised, and markup only if it was markup.
 
     Dates and times are shown in the current time zone and numbers and dates in the
-    active locale's formats, as Django renders them; ``None`` is ``"None"``.
+    active locale's formats, as Django renders them; ``None`` is ``"None"``.  With
+    *autoescape* false (``{% autoescape off %}``; by default, as the render in
+    progress has it: :func:`autoescaping`) the text is trusted as it is.
     """
     if isinstance(value, Undefined):
-        return STRING_IF_INVALID
+        value = STRING_IF_INVALID
     if not isinstance(value, str) or _is_markup(value):
         from django.utils.formats import localize
         from django.utils.timezone import template_localtime
 
         value = localize(template_localtime(value))
-    if not autoescape:
+    if not _escaping(autoescape):
         return htmltext(str(value))
     if _is_markup(value):
         return value
     return str(value)
+
+
+_AUTOESCAPE: ContextVar[bool] = ContextVar("ptl_wsgi_django_autoescape", default=True)
+
+
+def _escaping(autoescape: bool | None) -> bool:
+    return _AUTOESCAPE.get() if autoescape is None else autoescape
+
+
+@contextmanager
+def autoescaping(on: bool) -> Iterator[None]:
+    """Render the templates called inside as ``{% autoescape on|off %}`` around them.
+
+    Django's autoescape setting belongs to the render's context, so a template
+    included (or a block filled) inside ``{% autoescape off %}`` does not escape either.
+    """
+    token = _AUTOESCAPE.set(on)
+    try:
+        yield
+    finally:
+        _AUTOESCAPE.reset(token)
 
 
 # -- filters -----------------------------------------------------------------------------
@@ -235,7 +261,7 @@ class FilterFunction:
         """Django's function for this filter."""
         return self._find(self.name)
 
-    def __call__(self, value: Any, *args: Any, autoescape: bool = True) -> Any:
+    def __call__(self, value: Any, *args: Any, autoescape: bool | None = None) -> Any:
         from django.utils.safestring import SafeData, mark_safe
 
         func = self.function
@@ -246,7 +272,7 @@ class FilterFunction:
 
             value = template_localtime(value)
         if getattr(func, "needs_autoescape", False):
-            result = func(value, *arguments, autoescape=autoescape)
+            result = func(value, *arguments, autoescape=_escaping(autoescape))
         else:
             result = func(value, *arguments)
         if getattr(func, "is_safe", False) and isinstance(value, SafeData):
@@ -565,7 +591,7 @@ def blocktranslate(
     plural: Any = None,
     count: Any = None,
     context: str | None = None,
-    autoescape: bool = True,
+    autoescape: bool | None = None,
 ) -> Any:
     """``{% blocktranslate %}``: the translated message with its values put in.
 
@@ -585,6 +611,6 @@ def blocktranslate(
     else:
         message = i18n.gettext(singular)
     shown = {name: show(value, autoescape) for name, value in values.items()}
-    if not autoescape:
+    if not _escaping(autoescape):
         return htmltext(str(message) % {k: str(v) for k, v in shown.items()})
     return message % shown

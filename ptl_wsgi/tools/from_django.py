@@ -299,7 +299,8 @@ class _Converter:
         self.module_names: set[str] = set()
         self.fn = _Function(set(_GENERATED), "context")
         self.cycle_lines: list[str] = []
-        self.autoescape = True
+        # None: as the caller's ({% include %} and blocks inherit it, as in Django).
+        self.autoescape: bool | None = None
         self.block_method: str | None = None
         self.library_filters: dict[tuple[str, str], str] = {}
         self.value_lines: dict[str, int] = {}
@@ -405,7 +406,7 @@ class _Converter:
     def call_filter(self, func: Any, value: str, arguments: list[str], node: Any) -> str:
         name = str(getattr(func, "_filter_name", None) or getattr(func, "__name__", "?"))
         args = "".join(", " + a for a in arguments)
-        escape = "" if self.autoescape else ", autoescape=False"
+        escape = self._escape_argument()
         needs = getattr(func, "needs_autoescape", False)
         unknown = getattr(func, "unknown_filter", None)
         if unknown is not None:
@@ -464,9 +465,19 @@ class _Converter:
         code = self.condition(cond)
         return code if isinstance(cond, TemplateLiteral) else f"({code})"
 
+    def _escape_argument(self) -> str:
+        return "" if self.autoescape is None else f", autoescape={self.autoescape}"
+
     def show(self, code: str) -> str:
-        escape = "" if self.autoescape else ", autoescape=False"
-        return f"{_DJ}.show({code}{escape})"
+        return f"{_DJ}.show({code}{self._escape_argument()})"
+
+    def call_template(self, code: str, node: Any) -> None:
+        """Output another template's render: it escapes as this place does, as in Django."""
+        if self.autoescape is None:
+            self.value(code, node)
+        else:
+            with self.w.block(f"with {_DJ}.autoescaping({self.autoescape}):"):
+                self.value(code, node)
 
     def context_dict(self, extra: Mapping[str, str] | None = None) -> str:
         """The current context as a dict: the render's context and the locals bound so far."""
@@ -784,8 +795,8 @@ class _Converter:
                 ident = self.fn.bound(name) or self.fn.lookup(name)
                 items.append(f"{string_literal(name)}: {ident}")
             args.insert(1, "{" + ", ".join(items) + "}")
-            if not self.autoescape:
-                args.append("autoescape=False")
+            if self.autoescape is not None:
+                args.append(f"autoescape={self.autoescape}")
             code = f"{_DJ}.blocktranslate({', '.join(args)})"
         finally:
             self.fn.scopes.pop()
@@ -805,11 +816,11 @@ class _Converter:
             context = self.context_dict(values)
         if self._computed_name(node.template):
             name = self.filtered(node.template, node=node)
-            self.value(f"{_DJ}.include(__name__, {name}, {context})", node)
+            self.call_template(f"{_DJ}.include(__name__, {name}, {context})", node)
             return
         module = self.template_module(node.template, node, "{% include %}")
         if module is not None:
-            self.value(f"{module}.render(**{context})", node)
+            self.call_template(f"{module}.render(**{context})", node)
 
     def _computed_name(self, fe: Any) -> bool:
         from django.template.base import Variable
@@ -839,9 +850,9 @@ class _Converter:
         local = self.fn.locals()
         if local:
             items = ", ".join(f"{string_literal(k)}: {v}" for k, v in local.items())
-            self.value(f"{_DJ}.scoped(self, {{{items}}}).{method}()", node)
+            self.call_template(f"{_DJ}.scoped(self, {{{items}}}).{method}()", node)
         else:
-            self.value(f"self.{method}()", node)
+            self.call_template(f"self.{method}()", node)
 
     def node_ExtendsNode(self, node: Any) -> None:  # only reached when misplaced
         self.todo(node, "{% extends %}", "not the first tag of the template")
