@@ -323,6 +323,12 @@ CASES: list[Case] = [
         values("items", [["a1", "a2", "b1", "b1"], []]),
     ),
     case(
+        "{% ifchanged %}",
+        "{% for x in xs %}{% include 'row.html' %}{% endfor %}{% include 'row.html' %}",
+        [{"xs": [{"g": 1, "n": "a"}, {"g": 1, "n": "b"}, {"g": "<2>", "n": "c"}], "x": {"g": 3}}],
+        row_html="{% ifchanged x.g %}<h2>{{ x.g }}</h2>{% else %}-{% endifchanged %}{{ x.n }}",
+    ),
+    case(
         "{% regroup %}",
         "{% regroup people by city as groups %}{% for g in groups %}{{ g.grouper }}:{% for p in g.list %}{{ p.name }},{% endfor %};{% endfor %}",
         [

@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.idioms import Layout, Undefined
+from ptl_wsgi.idioms import Layout, LoopContext, Undefined
 
 _L = TypeVar("_L", bound=Layout)
 
@@ -482,24 +482,25 @@ class Cycle:
 class Changed:
     """``{% ifchanged %}``: whether the values differ from the last call's (true on the first).
 
-    *loop* is the enclosing loop (``None`` outside loops): each run of a loop starts
-    afresh, as Django keeps the state in its ``forloop``.
+    Called with the enclosing loop (``forloop``, undefined outside loops): as Django keeps
+    the state in its ``forloop``, each run of a loop starts afresh, and a template
+    included in a loop remembers the values of the iterations before.  *key* names the
+    tag (its template and line).
     """
 
-    _NEVER = object()
-
-    def __init__(self) -> None:
-        self.last: Any = self._NEVER
-        self.loop: Any = None
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._states: dict[str, list[Any]] = {}
 
     def __call__(self, loop: Any, *values: Any) -> bool:
-        if loop is not self.loop:
-            self.loop, self.last = loop, self._NEVER
+        states = self._states
+        if isinstance(loop, LoopContext):
+            states = loop.__dict__.setdefault("_django_ifchanged", {})
         compare_to = list(values)
-        if compare_to != self.last:
-            self.last = compare_to
-            return True
-        return False
+        if self.key in states and states[self.key] == compare_to:
+            return False
+        states[self.key] = compare_to
+        return True
 
 
 class GroupedResult(NamedTuple):

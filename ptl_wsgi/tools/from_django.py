@@ -672,13 +672,13 @@ class _Converter:
         else:
             self.value(self.show(code), node)
 
-    def _state(self, node: Any, name: str, kind: str) -> str:
+    def _state(self, node: Any, name: str, kind: str, *args: str) -> str:
         """A tag's state for the whole render, made at the start of the function."""
         key = id(node)
         if key not in self.fn.cycles:
             ident = self.fn.fresh(name)
             self.fn.cycles[key] = ident
-            self.cycle_lines.append(f"{ident} = {_DJ}.{kind}()")
+            self.cycle_lines.append(f"{ident} = {_DJ}.{kind}({', '.join(args)})")
         return self.fn.cycles[key]
 
     def node_ResetCycleNode(self, node: Any) -> None:
@@ -707,8 +707,9 @@ class _Converter:
         return f"{ident}()"
 
     def node_IfChangedNode(self, node: Any) -> None:
-        state = self._state(node, "changed", "Changed")
-        loop = self.fn.bound("forloop") or "None"  # the state is the loop's, as in Django
+        tag = string_literal(f"{self.file.name}:{self.line_of(node)}:{len(self.fn.cycles)}")
+        state = self._state(node, "changed", "Changed", tag)
+        loop = self.fn.lookup("forloop")  # the state is the loop's, as in Django
         if node._varlist:
             values = "".join(
                 ", " + self.filtered(v, missing="None", node=node) for v in node._varlist
