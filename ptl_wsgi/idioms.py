@@ -390,6 +390,13 @@ class Layout:
                 f"{type(self).__name__!r} has no block {name!r} and the context no value {name!r}"
             ) from None
 
+    def get(self, name: str) -> Any:
+        """The context's value *name*, else :data:`undefined` (converted templates read so)."""
+        try:
+            return self.context[name]
+        except KeyError:
+            return Undefined(name)
+
     def page(self) -> Any:
         """The whole document; a layout defines it as an ``[html]`` method."""
         raise NotImplementedError(f"{type(self).__name__} defines no page() method")
