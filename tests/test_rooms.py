@@ -38,9 +38,11 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
-         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms",
-         "tools", "tools.converting"],
+         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck"],
         2,
+    ),
+    **dict.fromkeys(
+        ["idioms", "tools", "tools.converting", "tools.from_jinja2", "filters", "filters.jinja2"], 3
     ),
     "i18n": 3,
     "loader": 3,

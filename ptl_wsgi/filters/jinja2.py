@@ -493,7 +493,8 @@ def rounded(value: float, precision: int = 0, method: str = "common") -> float:
     if method == "common":
         return round(value, precision)
     function = math.ceil if method == "ceil" else math.floor
-    return function(value * 10**precision) / 10**precision
+    scale: float = 10**precision
+    return function(value * scale) / scale
 
 
 def sliced(value: Iterable[Any], slices: int, fill_with: Any = None) -> Iterator[list[Any]]:
@@ -791,6 +792,11 @@ def is_boolean(value: Any) -> bool:
     return value is True or value is False
 
 
+def is_sameas(value: Any, other: Any) -> bool:
+    """``is sameas``: the very same object."""
+    return value is other
+
+
 def is_mapping(value: Any) -> bool:
     """``is mapping``."""
     return isinstance(value, Mapping)
@@ -874,7 +880,7 @@ TESTS: dict[str, Callable[..., bool]] = {
     "none": lambda v: v is None,
     "number": is_number,
     "odd": lambda v: v % 2 == 1,
-    "sameas": lambda v, other: v is other,
+    "sameas": is_sameas,
     "sequence": is_sequence,
     "string": lambda v: isinstance(v, str),
     "test": is_test,
@@ -948,7 +954,8 @@ def _filter(name: str) -> Callable[..., Any]:
         function_name = FILTERS[name]
     except KeyError:
         raise RuntimeError(f"No filter named {name!r}.") from None
-    return abs if function_name == "abs" else globals()[function_name]  # type: ignore[no-any-return]
+    function: Callable[..., Any] = abs if function_name == "abs" else globals()[function_name]
+    return function
 
 
 def _test(name: str) -> Callable[..., bool]:

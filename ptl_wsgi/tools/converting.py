@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TextIO
 
+from ptl_wsgi.idioms import TEMPLATE_SUFFIXES, converted_name
+
 __all__ = [
     "ENGINES",
     "HTML_SUFFIXES",
@@ -50,8 +52,6 @@ __all__ = [
     "string_literal",
 ]
 
-#: Extensions a converted template loses (``base.html`` becomes ``base.ptl``).
-TEMPLATE_SUFFIXES = (".html", ".htm", ".xml", ".txt", ".j2", ".jinja", ".jinja2")
 #: What Flask's ``select_jinja_autoescape`` escapes (``--autoescape auto`` for Jinja2).
 HTML_SUFFIXES = (".html", ".htm", ".xml", ".xhtml", ".svg")
 #: The engines ``convert`` knows: the option's name and the module converting it.
@@ -59,12 +59,8 @@ ENGINES = {"jinja2": "ptl_wsgi.tools.from_jinja2", "django": "ptl_wsgi.tools.fro
 AUTOESCAPE_MODES = ("on", "off", "auto")
 
 
-def ptl_name(name: str) -> str:
-    """The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``."""
-    stem, suffix = os.path.splitext(name)
-    if suffix.lower() in TEMPLATE_SUFFIXES:
-        return stem + ".ptl"
-    return name + ".ptl"
+#: The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``.
+ptl_name = converted_name
 
 
 def escapes(name: str, autoescape: str, engine: str) -> bool:

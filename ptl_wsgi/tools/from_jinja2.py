@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from jinja2 import nodes
+from jinja2.ext import Extension
 
 from ptl_wsgi.tools.converting import (
     Converted,
@@ -62,7 +64,7 @@ COMPARISONS = {
 INLINE_TESTS = {
     "defined": "not {is_undefined}({0})", "undefined": "{is_undefined}({0})",
     "none": "{0} is None", "true": "{0} is True", "false": "{0} is False",
-    "sameas": "{0} is {1}", "odd": "{0} % 2 == 1", "even": "{0} % 2 == 0",
+    "odd": "{0} % 2 == 1", "even": "{0} % 2 == 0",
     "divisibleby": "{0} % {1} == 0", "eq": "{0} == {1}", "equalto": "{0} == {1}",
     "==": "{0} == {1}", "ne": "{0} != {1}", "!=": "{0} != {1}", "lt": "{0} < {1}",
     "lessthan": "{0} < {1}", "<": "{0} < {1}", "le": "{0} <= {1}", "<=": "{0} <= {1}",
@@ -75,6 +77,7 @@ RUNTIME_TESTS = {
     "boolean": "is_boolean", "integer": "is_integer", "iterable": "is_iterable",
     "lower": "is_lower", "upper": "is_upper", "mapping": "is_mapping",
     "number": "is_number", "sequence": "is_sequence", "filter": "is_filter", "test": "is_test",
+    "sameas": "is_sameas",
 }  # fmt: skip
 # Jinja2's default globals: Python's own, or the run-time module's.
 GLOBALS = {"range": "range", "dict": "dict"}
@@ -86,11 +89,15 @@ def q(value: str) -> str:
     return string_literal(value, "'" if '"' in value and "'" not in value else '"')
 
 
-def environment() -> jinja2.Environment:
-    """The environment templates are parsed with (Flask's settings, plus three extensions)."""
-    env = jinja2.Environment(
-        extensions=["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"]
-    )
+def environment(unknown: set[str] | None = None, source: str = "") -> jinja2.Environment:
+    """The environment templates are parsed with (Flask's settings, plus three extensions).
+
+    *unknown*: tags of extensions we do not have, parsed as markers to report.
+    """
+    extensions: list[Any] = ["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"]
+    if unknown:
+        extensions.append(_unknown_tags(unknown, source))
+    env = jinja2.Environment(extensions=extensions)
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     return env
 
@@ -104,13 +111,45 @@ def convert_file(file: TemplateFile, job: Job) -> Converted:
 
 def convert_source(source: str, file: TemplateFile, job: Job) -> Converted:
     """Convert the Jinja2 template *source* (of *file*, in *job*'s tree) to a PTL module."""
-    env = environment()
-    try:
-        tree = env.parse(source, file.name, file.name)
-    except jinja2.TemplateSyntaxError as exc:
-        return _unparsable(file, job, exc)
+    unknown: set[str] = set()
+    while True:
+        env = environment(unknown, source)
+        try:
+            tree = env.parse(source, file.name, file.name)
+            break
+        except jinja2.TemplateSyntaxError as exc:
+            # An extension's tag: parsed as a marker (with its body, if it has an end
+            # tag), reported where it stands; the rest of the template is converted.
+            match = re.match(r"Encountered unknown tag '(\w+)'", exc.message or "")
+            if match is None or match.group(1) in unknown or len(unknown) > 50:
+                return _unparsable(file, job, exc)
+            unknown.add(match.group(1))
     converter = _Converter(file, job, source, tree, env)
     return converter.run()
+
+
+UNKNOWN_TAG = "__ptl_unknown_tag__"
+
+
+def _unknown_tags(names: set[str], source: str) -> type[Extension]:
+    """A Jinja2 extension parsing each of the tags *names* as a marker node."""
+
+    class UnknownTags(Extension):
+        tags = set(names)
+
+        def parse(self, parser: Any) -> nodes.Node:
+            token = next(parser.stream)
+            while parser.stream.current.type != "block_end":
+                next(parser.stream)
+            end = f"name:end{token.value}"
+            if re.search(r"\{%[-+]?\s*end" + re.escape(token.value) + r"\b", source):
+                parser.parse_statements((end,), drop_needle=True)
+            marker = nodes.Call(
+                nodes.Name(UNKNOWN_TAG, "load"), [nodes.Const(token.value)], [], None, None
+            )
+            return nodes.ExprStmt(marker, lineno=token.lineno)
+
+    return UnknownTags
 
 
 def _unparsable(file: TemplateFile, job: Job, exc: jinja2.TemplateSyntaxError) -> Converted:
@@ -144,6 +183,7 @@ class _Method:
     scopes: list[_Scope]
     preamble: dict[str, str] = field(default_factory=dict)  # python name -> code
     block: str | None = None  # the Jinja2 block it is, for super()
+    scoped: bool = False  # a scoped block: names come from the caller's scope first
 
 
 class _Converter:
@@ -174,6 +214,7 @@ class _Converter:
         self.method: _Method | None = None
         self._jinja: str | None = None
         self._modules: dict[str, str] = {}  # template name -> module alias
+        self._recursive: dict[str, str] = {}  # a recursive loop's name -> its function
 
     # -- the report --------------------------------------------------------------------
 
@@ -265,7 +306,10 @@ class _Converter:
         if name == "self":
             return "self"
         python = self.python_name(name)
-        method.preamble.setdefault(python, f"self.get({q(name)})")
+        code = f"self.get({q(name)})"
+        if method.scoped:
+            code = f"scope.get({q(name)}, {code})"
+        method.preamble.setdefault(python, code)
         method.scopes[0].names[name] = python
         return python
 
@@ -311,9 +355,9 @@ class _Converter:
         )
         body = self.tree.body
         extends = [n for n in body if isinstance(n, nodes.Extends)]
-        for node in self.tree.find_all(nodes.Extends):
-            if node not in extends:
-                self.report(node, "extends", "only a template's top level can extend another")
+        for nested in self.tree.find_all(nodes.Extends):
+            if nested not in extends:
+                self.report(nested, "extends", "only a template's top level can extend another")
         parent = None
         if extends:
             if len(extends) > 1:
@@ -325,9 +369,11 @@ class _Converter:
                 self.report(extends[0], "extends", "a template name computed at render time")
             else:
                 parent = self.module(extends[0], name, "extends")
-        inherited = self._inherited_blocks(extends[0]) if extends else set()
+        inherited = self._inherited_blocks(extends[0]) if extends else {}
         all_blocks = list(self.tree.find_all(nodes.Block))
-        block_names = {b.name for b in all_blocks} | inherited
+        block_names = {b.name for b in all_blocks} | set(inherited)
+        self.scoped = {name for name, scoped in inherited.items() if scoped}
+        self.scoped |= {b.name for b in all_blocks if b.scoped}
         for block in [*all_blocks]:
             self.blocks[block.name] = self._method_name(block.name, LAYOUT_NAMES, "_block")
         for name in inherited:
@@ -372,22 +418,26 @@ class _Converter:
             python += suffix
         return python
 
-    def _inherited_blocks(self, extends: nodes.Extends, seen: set[str] | None = None) -> set[str]:
-        """The block names of the templates this one extends (to keep macros apart)."""
+    def _inherited_blocks(
+        self, extends: nodes.Extends, seen: set[str] | None = None
+    ) -> dict[str, bool]:
+        """The blocks of the templates this one extends, each with whether it is scoped."""
         seen = seen or set()
         name = extends.template.value if isinstance(extends.template, nodes.Const) else None
         target = self.job.resolve(name) if isinstance(name, str) else None
         if target is None or target.name in seen:
-            return set()
+            return {}
         seen.add(target.name)
         try:
             with open(target.source_path, encoding="utf-8") as f:
                 tree = self.env.parse(f.read())
         except (OSError, UnicodeDecodeError, jinja2.TemplateSyntaxError):
-            return set()
-        found = {b.name for b in tree.find_all(nodes.Block)}
+            return {}
+        found: dict[str, bool] = {}
         for parent in tree.find_all(nodes.Extends):
-            found |= self._inherited_blocks(parent, seen)
+            found.update(self._inherited_blocks(parent, seen))
+        for block in tree.find_all(nodes.Block):
+            found[block.name] = found.get(block.name, False) or block.scoped
         return found
 
     def _collect_imports(self, node: nodes.Node) -> None:
@@ -416,11 +466,12 @@ class _Converter:
         child: bool = False,
         block: str | None = None,
         macro: nodes.Macro | None = None,
+        scoped: bool = False,
     ) -> None:
         w = self.w
         head = ", ".join(["self", *params])
         outer, outer_top, outer_reads = self.method, self._top, self._reads
-        self.method = _Method(name, [_Scope()], block=block)
+        self.method = _Method(name, [_Scope()], block=block, scoped=scoped)
         self._top = top
         self._count_reads(body)
         if macro is not None:
@@ -447,13 +498,14 @@ class _Converter:
 
     def _write_block(self, block: nodes.Block) -> None:
         name = self.blocks[block.name]
-        if block.scoped:
-            self.report(block, "block scoped", "scoped blocks are not converted")
         if block.required:
             with self.w.block(f"def {name} [{self.kind}] (self):"):
                 self.w.line(f"{self.jinja}.required_block({q(block.name)})")
             return
-        self._write_method(name, [], block.body, block=name)
+        scoped = block.name in self.scoped
+        self._write_method(
+            name, ["**scope"] if scoped else [], block.body, block=name, scoped=scoped
+        )
 
     def _write_macro(self, macro: nodes.Macro, name: str, *, method: bool) -> None:
         params = self._macro_params(macro)
@@ -547,7 +599,11 @@ class _Converter:
         pass  # the class's base
 
     def stmt_Block(self, node: nodes.Block) -> None:
-        self.w.value(f"self.{self.blocks[node.name]}()", result=True)
+        arguments = ""
+        if node.name in self.scoped:
+            # A scoped block sees the names bound where it stands (a loop's).
+            arguments = ", ".join(f"{name}={python}" for name, python in self._locals().items())
+        self.w.value(f"self.{self.blocks[node.name]}({arguments})", result=True)
 
     def stmt_Macro(self, node: nodes.Macro) -> None:
         if node.name in self.macros and self._top:
@@ -561,17 +617,25 @@ class _Converter:
 
     def stmt_Include(self, node: nodes.Include) -> None:
         template = node.template
-        names = []
+        names: list[Any] = []
         if isinstance(template, nodes.Const):
             names = (
-                template.value if isinstance(template.value, (list, tuple)) else [template.value]
+                list(template.value)
+                if isinstance(template.value, (list, tuple))
+                else [template.value]
             )
         elif isinstance(template, (nodes.List, nodes.Tuple)) and all(
             isinstance(i, nodes.Const) for i in template.items
         ):
-            names = [i.value for i in template.items]
+            names = [cast(nodes.Const, i).value for i in template.items]
         else:
-            self.todo(node, "include", "a template name computed at render time")
+            # A name computed at render time: looked up then, among the converted names.
+            context = self._include_context(node)
+            call = f"{self.idiom('include')}(__name__, {self.expr(template, text=False)}, {context}"
+            call += ", ignore_missing=True)" if node.ignore_missing else ")"
+            if self.html:
+                call = f"{self.jinja}.safe({call})"  # (an escaping original's text is markup)
+            self.w.value(call)
             return
         found = next((n for n in names if isinstance(n, str) and self.job.resolve(n)), None)
         if found is None:
@@ -583,18 +647,21 @@ class _Converter:
         alias = self.module(node, found, "include")
         target = self.job.resolve(found)
         assert alias is not None and target is not None
-        if node.with_context:
-            local = self._locals()
-            if local:
-                pairs = ", ".join(f"{q(name)}: {python}" for name, python in local.items())
-                call = f"{alias}.render(**{{**self.context, {pairs}}})"
-            else:
-                call = f"{alias}.render(**self.context)"
-        else:
-            call = f"{alias}.render()"
+        context = self._include_context(node)
+        call = f"{alias}.render()" if context == "{}" else f"{alias}.render(**{context})"
         if self.html and not self.job.escapes(target):
             call = f"{self.jinja}.safe({call})"  # its text goes in as it is, as in Jinja2
         self.w.value(call)
+
+    def _include_context(self, node: nodes.Include) -> str:
+        """The context an include passes: this one and the names bound here, or none."""
+        if not node.with_context:
+            return "{}"
+        local = self._locals()
+        if not local:
+            return "self.context"
+        pairs = ", ".join(f"{q(name)}: {python}" for name, python in local.items())
+        return f"{{**self.context, {pairs}}}"
 
     def _locals(self) -> dict[str, str]:
         method = self.method
@@ -608,9 +675,7 @@ class _Converter:
         return found
 
     def stmt_If(self, node: nodes.If) -> None:
-        branches: list[tuple[str, nodes.Expr | None, list[nodes.Node]]] = [
-            ("if", node.test, node.body)
-        ]
+        branches: list[tuple[str, Any, list[nodes.Node]]] = [("if", node.test, node.body)]
         branches += [("elif", n.test, n.body) for n in node.elif_]
         if node.else_:
             branches.append(("else", None, node.else_))
@@ -631,11 +696,27 @@ class _Converter:
 
     def stmt_For(self, node: nodes.For) -> None:
         w = self.w
-        if node.recursive:
-            self.todo(node, "for recursive", "recursive loops are not converted")
-            return
         iterable = self.expr(node.iter, text=False)
-        uses_loop = any(
+        if not node.recursive:
+            self._loop(node, iterable)
+            return
+        # {% for ... recursive %}: a nested template that loop(children) calls again.
+        function = w.fresh("loop_over")
+        items, parent = w.fresh("items"), w.fresh("parent")
+        with self.scope(isolated=True):
+            with w.block(f"def {function} [{self.kind}] ({items}, {parent}=None):"):
+                self._loop(node, items, parent=parent, recursive=function)
+        w.value(f"{function}({iterable})", result=True)
+
+    def _loop(
+        self,
+        node: nodes.For,
+        iterable: str,
+        parent: str | None = None,
+        recursive: str | None = None,
+    ) -> None:
+        w = self.w
+        uses_loop = recursive is not None or any(
             n.name == "loop" for n in _names_in_loop(node.body + ([node.test] if node.test else []))
         )
         empty = None
@@ -649,8 +730,11 @@ class _Converter:
                 iterable = f"({target} for {target} in {iterable} if {test})"
             if uses_loop:
                 loop = self.bind("loop", node)
+                if recursive is not None:
+                    self._recursive[loop] = recursive
                 pair = f"{loop}, {self._parenthesized_target(target)}"
-                head = f"for {pair} in {self.idiom('looped')}({iterable}):"
+                arguments = iterable + (f", parent={parent}" if parent else "")
+                head = f"for {pair} in {self.idiom('looped')}({arguments}):"
             else:
                 head = f"for {target} in {iterable}:"
             with w.block(head):
@@ -695,8 +779,10 @@ class _Converter:
         if node.filter is not None:
             value = self.filter(node.filter, value)
         target = self.target(node.target, node)
+        name = node.target
         if self._top and self.method is not None and self.method.name == "page":
-            target = f"{target} = self.context[{q(node.target.name)}]"
+            if isinstance(name, nodes.Name):
+                target = f"{target} = self.context[{q(name.name)}]"
         self.w.line(f"{target} = {value}")
 
     def stmt_With(self, node: nodes.With) -> None:
@@ -747,6 +833,11 @@ class _Converter:
         self.w.value(call)
 
     def stmt_ExprStmt(self, node: nodes.ExprStmt) -> None:
+        call = node.node
+        if isinstance(call, nodes.Call) and getattr(call.node, "name", None) == UNKNOWN_TAG:
+            tag = cast(nodes.Const, call.args[0]).value
+            self.todo(node, f"tag {tag!r}", "unknown tag (a Jinja2 extension's)")
+            return
         self.w.line(f"{self.w.fresh('unused')} = {self.expr(node.node)}")
 
     def stmt_Break(self, node: nodes.Break) -> None:
@@ -776,11 +867,22 @@ class _Converter:
         value = node.value
         if not isinstance(value, str):
             return repr(value)
-        if text and self.html and set(value) & set("<>&\"'"):
+        if text and self.html and (self._plain or set(value) & set("<>&\"'")):
             # Text, not markup (in an [html] template a literal is markup); a constant
-            # without these characters shows the same either way.
+            # without these characters shows the same either way, unless its repr shows.
             return f"str({q(value)})"
         return q(value)
+
+    # Whether string constants are values whose markup-ness shows (in a container, as a
+    # filter's value or argument, an operand, a macro's argument): plain str() then.
+    _plain = False
+
+    def _items(self, items: Sequence[nodes.Node]) -> list[str]:
+        outer, self._plain = self._plain, True
+        try:
+            return [self.expr(item) for item in items]
+        finally:
+            self._plain = outer
 
     def expr_TemplateData(self, node: nodes.TemplateData, text: bool) -> str:
         return q(node.data)
@@ -796,10 +898,12 @@ class _Converter:
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
     def expr_List(self, node: nodes.List, text: bool) -> str:
-        return "[" + ", ".join(self.expr(i) for i in node.items) + "]"
+        return "[" + ", ".join(self._items(node.items)) + "]"
 
     def expr_Dict(self, node: nodes.Dict, text: bool) -> str:
-        pairs = [f"{self.expr(p.key, text=False)}: {self.expr(p.value)}" for p in node.items]
+        keys = self._items([p.key for p in node.items])
+        values = self._items([p.value for p in node.items])
+        pairs = [f"{k}: {v}" for k, v in zip(keys, values, strict=True)]
         return "{" + ", ".join(pairs) + "}"
 
     def expr_CondExpr(self, node: nodes.CondExpr, text: bool) -> str:
@@ -817,13 +921,17 @@ class _Converter:
 
     def _binary(self, node: nodes.BinExpr, text: bool) -> str:
         operator = BINARY_OPERATORS[type(node)]
-        return f"({self.expr(node.left, text)} {operator} {self.expr(node.right, text)})"
+        if operator in ("and", "or"):
+            left, right = self.expr(node.left, text), self.expr(node.right, text)
+        else:
+            left, right = self._items([node.left, node.right])
+        return f"({left} {operator} {right})"
 
     expr_Add = expr_Sub = expr_Mul = expr_Div = expr_FloorDiv = _binary
     expr_Mod = expr_Pow = expr_And = expr_Or = _binary
 
     def expr_Concat(self, node: nodes.Concat, text: bool) -> str:
-        parts = ", ".join(self.expr(n) for n in node.nodes)
+        parts = ", ".join(self._items(node.nodes))
         escaping = ", autoescape=True" if self.autoescape[-1] else ""
         return f"{self.jinja}.concat({parts}{escaping})"
 
@@ -916,8 +1024,16 @@ class _Converter:
         )
 
     def _arguments(self, node: nodes.Filter | nodes.Call | nodes.Test) -> list[str]:
+        outer, self._plain = self._plain, True
+        try:
+            return self._arguments_of(node)
+        finally:
+            self._plain = outer
+
+    def _arguments_of(self, node: nodes.Filter | nodes.Call | nodes.Test) -> list[str]:
         args = [self.expr(a) for a in node.args]
-        for kw in node.kwargs:
+        keywords: list[Any] = node.kwargs
+        for kw in keywords:
             if kw.key.isidentifier() and not keyword.iskeyword(kw.key):
                 args.append(f"{kw.key}={self.expr(kw.value)}")
             else:
@@ -945,24 +1061,42 @@ class _Converter:
         ):
             return self._gettext(node, callee.name)
         if isinstance(callee, nodes.Name) and callee.name == "loop" and self._bound("loop"):
-            return self.todo_value(node, "loop()", "recursive loops are not converted")
+            loop = self.lookup("loop")
+            if loop not in self._recursive or len(node.args) != 1 or node.kwargs:
+                return self.todo_value(node, "loop()", "loop() outside a recursive loop")
+            return f"{self._recursive[loop]}({self.expr(node.args[0], text=False)}, {loop})"
         if isinstance(callee, nodes.Name) and callee.name == "lipsum" and not self._bound("lipsum"):
             return self.todo_value(node, "lipsum()", "random text is not converted")
         function = self.expr(callee, text=False)
-        args = [self.expr(a) for a in node.args]
-        for kw in node.kwargs:
-            value = self.expr(kw.value)
-            if kw.key.isidentifier() and not keyword.iskeyword(kw.key):
-                args.append(f"{kw.key}={value}")
-            else:
-                args.append(f"**{{{q(kw.key)}: {value}}}")
-        if node.dyn_args is not None:
-            args.append(f"*{self.expr(node.dyn_args, text=False)}")
-        if node.dyn_kwargs is not None:
-            args.append(f"**{self.expr(node.dyn_kwargs, text=False)}")
+        macro = function.startswith("self.") or self._is_template_call(callee)
+        outer, self._plain = self._plain, macro or self._plain
+        try:
+            args = [self.expr(a) for a in node.args]
+            for kw in node.kwargs:
+                value = self.expr(kw.value)
+                if kw.key.isidentifier() and not keyword.iskeyword(kw.key):
+                    args.append(f"{kw.key}={value}")
+                else:
+                    args.append(f"**{{{q(kw.key)}: {value}}}")
+            if node.dyn_args is not None:
+                args.append(f"*{self.expr(node.dyn_args, text=False)}")
+            if node.dyn_kwargs is not None:
+                args.append(f"**{self.expr(node.dyn_kwargs, text=False)}")
+        finally:
+            self._plain = outer
         if extra:
             args.append(extra)
         return f"{function}({', '.join(args)})"
+
+    def _is_template_call(self, callee: nodes.Node) -> bool:
+        """Whether *callee* is a macro (imported, or ``caller``): its arguments are output."""
+        if isinstance(callee, nodes.Name):
+            return callee.name in self.imports or callee.name == "caller"
+        return (
+            isinstance(callee, nodes.Getattr)
+            and isinstance(callee.node, nodes.Name)
+            and (callee.node.name in self.imports)
+        )
 
     def _bound(self, name: str) -> bool:
         method = self.method
@@ -972,8 +1106,11 @@ class _Converter:
         function = self.w.use(I18N, name)
         args = [self.expr(a, text=False) for a in node.args]
         call = f"{function}({', '.join(args)})"
-        if node.kwargs or node.dyn_kwargs is not None:
-            pairs = [f"{q(kw.key)}: {self.expr(kw.value)}" for kw in node.kwargs]
+        pairs = [f"{q(kw.key)}: {self.expr(kw.value)}" for kw in node.kwargs]
+        count = {"ngettext": 2, "npgettext": 3}.get(name)
+        if count is not None and len(args) > count and "num" not in {kw.key for kw in node.kwargs}:
+            pairs.append(f'"num": {args[count]}')  # as Jinja2's new-style ngettext
+        if pairs or node.dyn_kwargs is not None:
             if node.dyn_kwargs is not None:
                 pairs.append(f"**{self.expr(node.dyn_kwargs)}")
             return f"({call} % {{{', '.join(pairs)}}})"
