@@ -81,6 +81,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any, Generic, NoReturn, TypeVar
 
 __all__ = [
+    "TEMPLATE_SUFFIXES",
     "TODO",
     "Layout",
     "NotConvertedError",
@@ -88,7 +89,9 @@ __all__ = [
     "Undefined",
     "UndefinedError",
     "at",
+    "converted_name",
     "dot",
+    "include",
     "is_undefined",
     "looped",
     "undefined",
@@ -355,6 +358,46 @@ def looped(
     return LoopContext(iterable, parent)._advance()
 
 
+#: Extensions a converted template loses (``base.html`` becomes ``base.ptl``).
+TEMPLATE_SUFFIXES = (".html", ".htm", ".xml", ".txt", ".j2", ".jinja", ".jinja2")
+
+
+def converted_name(name: str) -> str:
+    """The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``.
+
+    A template extension (:data:`TEMPLATE_SUFFIXES`) is replaced by ``.ptl``, which any
+    other name gets appended; the converters name files so, and :func:`include` finds
+    the names a converted template computes at render time so.
+    """
+    stem, dot_suffix = name.rsplit(".", 1) if "." in name.rsplit("/", 1)[-1] else (name, "")
+    if dot_suffix and "." + dot_suffix.lower() in TEMPLATE_SUFFIXES:
+        return stem + ".ptl"
+    return name + ".ptl"
+
+
+def include(
+    importer: str, names: Any, context: Mapping[str, Any], ignore_missing: bool = False
+) -> Any:
+    """Render the first of the original template *names* (a name or a list) that exists.
+
+    For converted templates naming what they include at render time: *importer* is the
+    including module's ``__name__``, whose loader looks the converted names up.
+    """
+    from ptl_wsgi.loader import TemplateNotFound, loader_for
+
+    loader = loader_for(importer)
+    candidates = [names] if isinstance(names, str) else list(names)
+    for name in candidates:
+        try:
+            template = loader.get_template(converted_name(str(name)))
+        except TemplateNotFound:
+            continue
+        return template.render(context)
+    if ignore_missing:
+        return ""
+    raise LookupError(f"none of the templates {candidates!r} exists")
+
+
 class NotConvertedError(NotImplementedError):
     """A render reached what a converter could not convert (see its report)."""
 
@@ -389,6 +432,13 @@ class Layout:
             raise AttributeError(
                 f"{type(self).__name__!r} has no block {name!r} and the context no value {name!r}"
             ) from None
+
+    def get(self, name: str) -> Any:
+        """The context's value *name*, else :data:`undefined` (converted templates read so)."""
+        try:
+            return self.context[name]
+        except KeyError:
+            return Undefined(name)
 
     def page(self) -> Any:
         """The whole document; a layout defines it as an ``[html]`` method."""

@@ -162,14 +162,19 @@ def test_writer_merges_output_into_one_statement_per_line() -> None:
     )
 
 
-def test_values_that_cannot_be_fields_stay_statements() -> None:
+def test_values_are_shown_as_str_shows_them_in_fields_or_a_percent_format() -> None:
     w = PTLWriter()
-    with w.block("def render [html] (d):"):
+    with w.block("def render [html] (d, n):"):
         w.text("<p>")
         w.value("d['<a href=\"x\">']")
-        w.text("</p>")
-    assert '    "<p>"\n    d[\'<a href="x">\']\n    "</p>"\n' in w.getvalue()
-    assert str(_module(w)["render"]({'<a href="x">': "<"})) == "<p>&lt;</p>"  # type: ignore[operator]
+        w.text("100%</p>\n")
+        w.value("n")
+        w.value("'a\\n'")
+    source = w.getvalue()
+    assert "    \"<p>%s100%%</p>\\n\" % (d['<a href=\"x\">'],)\n" in source
+    assert "    \"%s%s\" % (n, 'a\\n')\n" in source
+    page = _module(w)["render"]({'<a href="x">': "<"}, None)  # type: ignore[operator]
+    assert str(page) == "<p>&lt;100%</p>\nNonea\n"  # None shows as None, as in Jinja2
 
 
 def test_run_time_names_never_clash_with_the_templates_own() -> None:

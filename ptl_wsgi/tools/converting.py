@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TextIO
 
+from ptl_wsgi.idioms import TEMPLATE_SUFFIXES, converted_name
+
 __all__ = [
     "ENGINES",
     "HTML_SUFFIXES",
@@ -50,8 +52,6 @@ __all__ = [
     "string_literal",
 ]
 
-#: Extensions a converted template loses (``base.html`` becomes ``base.ptl``).
-TEMPLATE_SUFFIXES = (".html", ".htm", ".xml", ".txt", ".j2", ".jinja", ".jinja2")
 #: What Flask's ``select_jinja_autoescape`` escapes (``--autoescape auto`` for Jinja2).
 HTML_SUFFIXES = (".html", ".htm", ".xml", ".xhtml", ".svg")
 #: The engines ``convert`` knows: the option's name and the module converting it.
@@ -59,12 +59,8 @@ ENGINES = {"jinja2": "ptl_wsgi.tools.from_jinja2", "django": "ptl_wsgi.tools.fro
 AUTOESCAPE_MODES = ("on", "off", "auto")
 
 
-def ptl_name(name: str) -> str:
-    """The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``."""
-    stem, suffix = os.path.splitext(name)
-    if suffix.lower() in TEMPLATE_SUFFIXES:
-        return stem + ".ptl"
-    return name + ".ptl"
+#: The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``.
+ptl_name = converted_name
 
 
 def escapes(name: str, autoescape: str, engine: str) -> bool:
@@ -169,7 +165,8 @@ class Job:
 def collect(src: str, dest: str, exclude: Sequence[str] = ()) -> list[TemplateFile]:
     """Every file under *src* (or *src* itself) with its place under *dest*, by name.
 
-    Hidden files and folders and ``__pycache__`` are skipped, as a loader skips them;
+    Hidden files and folders and ``__pycache__`` are skipped, as a loader skips them, and
+    ``.ptl`` files, which are converted templates (DEST may be SRC);
     *exclude* globs match the name under SRC (``partials/*``) or the file's own name.
     """
     found: list[TemplateFile] = []
@@ -180,8 +177,8 @@ def collect(src: str, dest: str, exclude: Sequence[str] = ()) -> list[TemplateFi
     for root, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
         for filename in sorted(files):
-            if filename.startswith("."):
-                continue
+            if filename.startswith(".") or filename.endswith(".ptl"):
+                continue  # (a .ptl file is a conversion's output: DEST may be SRC)
             path = os.path.join(root, filename)
             name = os.path.relpath(path, src).replace(os.sep, "/")
             if any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(filename, g) for g in exclude):
@@ -291,7 +288,7 @@ def _pick_quote(text: str) -> str:
 def _field_fits(expression: str, quote: str) -> bool:
     """Whether *expression* can stand in an f-string field on every supported Python."""
     return not (
-        set(expression) & {"\\", "\n", "#", quote, "'" if quote == '"' else '"'}
+        set(expression) & {"\\", "\n", "#", quote}
         or "lambda" in expression
         or ":=" in expression
         or "!" in expression.replace("!=", "")
@@ -323,11 +320,11 @@ class PTLWriter:
 
     # -- names -------------------------------------------------------------------------
 
-    def use(self, module: str, name: str) -> str:
-        """Import *name* from *module*; the local name it gets (``name``, or ``name_`` ...)."""
+    def use(self, module: str, name: str, alias: str | None = None) -> str:
+        """Import *name* from *module*; the local name it gets (*alias* or *name*, or ``..._``)."""
         names = self._imports.setdefault(module, {})
         if name not in names:
-            names[name] = self.fresh(name)
+            names[name] = self.fresh(alias or name)
         return names[name]
 
     def fresh(self, name: str) -> str:
@@ -358,11 +355,15 @@ class PTLWriter:
         self.flush()
         self._lines.append(self._indent * self._level + code if code else "")
 
-    def blank(self) -> None:
-        """An empty line (none at the start of a block, never two in a row)."""
+    def blank(self, count: int = 1) -> None:
+        """Empty lines up to *count* in a row (none at the start of a block)."""
         self.flush()
-        if self._lines and self._lines[-1] != "" and not self._lines[-1].endswith(":"):
-            self._lines.append("")
+        if not self._lines or self._lines[-1].endswith(":"):
+            return
+        present = 0
+        while present < len(self._lines) and self._lines[-1 - present] == "":
+            present += 1
+        self._lines.extend([""] * max(0, count - present))
 
     @contextmanager
     def block(self, head: str) -> Iterator[None]:
@@ -397,6 +398,16 @@ class PTLWriter:
             self.line(call)
         return call
 
+    def mark(self) -> tuple[int, int]:
+        """Where the next line goes, for :meth:`insert` (a preamble known only later)."""
+        self.flush()
+        return len(self._lines), self._level
+
+    def insert(self, mark: tuple[int, int], lines: Sequence[str]) -> None:
+        """*lines* of code at *mark*, indented as the code there."""
+        index, level = mark
+        self._lines[index:index] = [self._indent * level + line for line in lines]
+
     # -- output ------------------------------------------------------------------------
 
     def text(self, text: str) -> None:
@@ -404,16 +415,20 @@ class PTLWriter:
         if text:
             self._pending.append(("text", text))
 
-    def value(self, expression: str) -> None:
-        """The value of *expression* as output (escaped by an ``[html]`` template)."""
-        self._pending.append(("value", expression))
+    def value(self, expression: str, *, result: bool = False) -> None:
+        """The value of *expression* as output, as ``str()`` shows it (``None`` is ``"None"``).
+
+        Escaped by an ``[html]`` template unless it is markup.  *result*: the value is a
+        template's result (never None), written as a bare statement when alone on a line.
+        """
+        self._pending.append(("result" if result else "value", expression))
 
     def flush(self) -> None:
         """Write the pending output as statements: one per line of the original."""
         pending, self._pending = self._pending, []
         statement: list[tuple[str, str]] = []
         for kind, part in pending:
-            if kind == "value":
+            if kind != "text":
                 statement.append((kind, part))
                 continue
             while "\n" in part:
@@ -436,24 +451,35 @@ class PTLWriter:
         if not merged:
             return
         pad = self._indent * self._level
+        if len(merged) == 1 and merged[0][0] == "result":
+            self._lines.append(pad + merged[0][1])
+            return
+        merged = [("value" if k == "result" else k, p) for k, p in merged]
         texts = "".join(p for k, p in merged if k == "text")
-        quote = _pick_quote(texts)
         values = [p for k, p in merged if k == "value"]
+        quote = _pick_quote(texts)
         if not values:
             self._lines.append(pad + string_literal(texts, quote))
             return
-        if len(merged) == 1 or not all(_field_fits(v, quote) for v in values):
-            # One statement per part: a value alone is its own statement.
-            for kind, part in merged:
-                self._lines.append(pad + (string_literal(part, quote) if kind == "text" else part))
-            return
-        body = []
-        for kind, part in merged:
-            if kind == "text":
-                body.append(string_literal(part, quote)[1:-1].replace("{", "{{").replace("}", "}}"))
-            else:
-                body.append("{" + (" " + part if part.startswith("{") else part) + "}")
-        self._lines.append(pad + "f" + quote + "".join(body) + quote)
+        # Values are formatted as str() shows them (None is "None"), as both engines do:
+        # an f-string field, or a % format when a value cannot be a field.
+        for candidate in (quote, "'" if quote == '"' else '"'):
+            if all(_field_fits(v, candidate) for v in values):
+                body = []
+                for kind, part in merged:
+                    if kind == "text":
+                        literal = string_literal(part, candidate)[1:-1]
+                        body.append(literal.replace("{", "{{").replace("}", "}}"))
+                    else:
+                        body.append("{" + (" " + part if part.startswith("{") else part) + "}")
+                self._lines.append(pad + "f" + candidate + "".join(body) + candidate)
+                return
+        template = "".join(
+            string_literal(part, quote)[1:-1].replace("%", "%%") if kind == "text" else "%s"
+            for kind, part in merged
+        )
+        operands = values[0] + "," if len(values) == 1 else ", ".join(values)
+        self._lines.append(f"{pad}{quote}{template}{quote} % ({operands})")
 
     # -- the result --------------------------------------------------------------------
 
