@@ -502,3 +502,31 @@ for _name, _source, _values in FILTER_CASES:
             ],
         )
     )
+
+#: Templates written to break the converter's Python: every one must convert to a module
+#: that compiles, runs no code of the template's, and renders as Django does.
+HOSTILE_CASES: list[Case] = [
+    case(
+        "hostile text",
+        '""" \'\'\' \\ \\x41 \r \u2028 \x00 {{ v }} """)\nimport os; os.system("x")\n#',
+        values("v", [HOSTILE]),
+    ),
+    case(
+        "hostile comments",
+        "{# x\rraise SystemExit #}a{# \u2028raise SystemExit #}b"
+        '{% comment %}\n\rraise SystemExit\n"""{% endcomment %}c',
+    ),
+    case(
+        "hostile names",
+        "{% block a-b.c %}[{{ self }}{{ context }}{{ dj }}{{ undefined }}{{ looped }}{{ class }}]{% endblock %}"
+        "{% block __class__ %}{% block page %}{% block context %}x{% endblock %}{% endblock %}{% endblock %}"
+        "{% with def=v lambda=v %}{{ def }}{{ lambda }}{% endwith %}{% for None_ in v %}{% endfor %}",
+        [{"self": 1, "context": 2, "dj": 3, "undefined": 4, "looped": 5, "class": 6, "v": "<v>"}],
+    ),
+    case(
+        "hostile arguments",
+        "{{ v|default:'\\\")\\nraise SystemExit#' }}{{ v|join:\"'''\" }}"
+        "{% url 'item' name='\"); raise SystemExit(\"' %}{% now '\"\"\"' %}",
+        [{"v": ""}, {"v": ["a", "b"]}],
+    ),
+]

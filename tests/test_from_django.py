@@ -21,7 +21,7 @@ from django.shortcuts import render
 from django.template import Context, Engine
 from django.test import Client, override_settings
 from django.urls import path
-from dtl_corpus import CASES, Case
+from dtl_corpus import CASES, HOSTILE_CASES, Case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ptl_helpers import subprocess_env, write_files
@@ -117,6 +117,14 @@ def test_converted_template_renders_as_django(case: Case, tmp_path: Path) -> Non
         assert result == "different", detail
     else:
         assert result == "identical", detail
+
+
+@pytest.mark.parametrize("case", HOSTILE_CASES, ids=[c.construct for c in HOSTILE_CASES])
+@override_settings(ROOT_URLCONF=__name__)
+def test_templates_cannot_write_code_into_the_converted_module(case: Case, tmp_path: Path) -> None:
+    """Text, comments, names and arguments stay data: the module compiles and renders as Django."""
+    result, detail = outcome(case, tmp_path)
+    assert result == "identical", detail
 
 
 # -- generated contexts ------------------------------------------------------------------------

@@ -50,7 +50,6 @@ __all__ = [
     "scoped",
     "static_prefix",
     "firstof",
-    "include",
     "for_values",
     "lorem",
     "now",
@@ -519,31 +518,6 @@ def regroup(values: Any, key: Callable[[Any], Any]) -> list[GroupedResult]:
     return [
         GroupedResult(grouper, list(items)) for grouper, items in itertools.groupby(values, key)
     ]
-
-
-def include(module_name: str, name: Any, context: Mapping[str, Any]) -> Any:
-    """``{% include name %}`` with a name known at render only: that template, converted.
-
-    *name* is the original's name (``"polls/row.html"``), or a list of names of which
-    the first that exists is used, as Django's ``select_template``; *module_name* is
-    the including module's ``__name__``, whose loader finds the converted file.
-    """
-    from ptl_wsgi.loader import TemplateNotFound, loader_for
-    from ptl_wsgi.tools.converting import ptl_name
-
-    loader = loader_for(module_name)
-    names = [name] if isinstance(name, str) else list(name)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"{{% include %}} takes a template name, not {name!r}")
-    tried: list[str] = []
-    for each in names:
-        try:
-            template = loader.get_template(ptl_name(each))
-        except TemplateNotFound as exc:
-            tried += exc.tried
-            continue
-        return template(**context)
-    raise TemplateNotFound(", ".join(map(ptl_name, names)), tried)
 
 
 def scoped(layout: _L, values: Mapping[str, Any]) -> _L:

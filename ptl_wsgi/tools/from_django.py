@@ -44,7 +44,19 @@ ENGINE = "django"
 
 _DJ = "dj"
 #: Names the generated code uses itself: a template's variable of such a name is renamed.
-_GENERATED = {_DJ, "context", "self", "super", "dict", "str", "undefined", "looped", "Layout"}
+_GENERATED = {
+    _DJ,
+    "context",
+    "self",
+    "super",
+    "dict",
+    "str",
+    "undefined",
+    "looped",
+    "Layout",
+    "include",
+    "TODO",
+}
 _CONSTANTS = {"True": "True", "False": "False", "None": "None"}
 _TEMPLATE_TAGS = {
     "openblock": "{%",
@@ -474,10 +486,10 @@ class _Converter:
     def call_template(self, code: str, node: Any) -> None:
         """Output another template's render: it escapes as this place does, as in Django."""
         if self.autoescape is None:
-            self.value(code, node)
+            self.value(code, node, result=True)
         else:
             with self.w.block(f"with {_DJ}.autoescaping({self.autoescape}):"):
-                self.value(code, node)
+                self.value(code, node, result=True)
 
     def context_dict(self, extra: Mapping[str, str] | None = None) -> str:
         """The current context as a dict: the render's context and the locals bound so far."""
@@ -511,13 +523,20 @@ class _Converter:
     def node_TextNode(self, node: Any) -> None:
         self.w.text(node.s)
 
-    def value(self, code: str, node: Any) -> None:
-        """Output *code*'s value, remembering the template line it came from."""
+    def value(self, code: str, node: Any, result: bool = False) -> None:
+        """Output *code*'s value, remembering the template line it came from.
+
+        *result*: the value is a template's (markup, never None), written bare.
+        """
         self.value_lines.setdefault(code, self.line_of(node))
-        self.w.value(code)
+        self.w.value(code, result=result)
 
     def node_VariableNode(self, node: Any) -> None:
-        self.value(self.show(self.filtered(node.filter_expression, node=node)), node)
+        code = self.filtered(node.filter_expression, node=node)
+        if code == f"super().{self.block_method}()":  # {{ block.super }}: markup already
+            self.value(code, node, result=True)
+        else:
+            self.value(self.show(code), node)
 
     def node_LineCommentNode(self, node: Any) -> None:
         self.node_CommentNode(node)
@@ -649,13 +668,20 @@ class _Converter:
         path = self.filtered(node.path, node=node)
         self._output_or_assign(node.varname, f"{_DJ}.static({path})", node)
 
+    def _output_raw_or_assign(self, name: str | None, code: str, node: Any) -> None:
+        # The tags whose output Django does not escape: made of the template's own text.
+        if name:
+            self._assign(name, code)
+        else:
+            self.value(f"{_DJ}.show({code}, autoescape=False)", node)
+
     def node_PrefixNode(self, node: Any) -> None:
         code = f"{_DJ}.static_prefix({string_literal(node.name)})"
-        self._output_or_assign(node.varname, code, node)
+        self._output_raw_or_assign(node.varname, code, node)
 
     def node_NowNode(self, node: Any) -> None:
         code = f"{_DJ}.now({self.literal(str(node.format_string))})"
-        self._output_or_assign(node.asvar, code, node)
+        self._output_raw_or_assign(node.asvar, code, node)
 
     def node_FirstOfNode(self, node: Any) -> None:
         values = ", ".join(self.filtered(v, missing="None", node=node) for v in node.vars)
@@ -817,7 +843,8 @@ class _Converter:
             context = self.context_dict(values)
         if self._computed_name(node.template):
             name = self.filtered(node.template, node=node)
-            self.call_template(f"{_DJ}.include(__name__, {name}, {context})", node)
+            include = self.w.use("ptl_wsgi.idioms", "include")
+            self.call_template(f"{include}(__name__, {name}, {context})", node)
             return
         module = self.template_module(node.template, node, "{% include %}")
         if module is not None:
@@ -932,12 +959,12 @@ class _Converter:
             elif plain_parent is not None:  # a parent without blocks is the whole page
                 self.w.blank()
                 with self.w.block(f"def page {self.kind} (self):"):
-                    self.w.value(f"{plain_parent}.render(**self.context)")
+                    self.w.value(f"{plain_parent}.render(**self.context)", result=True)
         self.w.blank()
         with self.w.block(f"def render {self.kind} (**context):"):
             if extends is not None:  # Django outputs the text before {% extends %} too
                 self.nodelist(nodes[: nodes.index(extends)])
-            self.w.value(f"{name}(**context).page()")
+            self.w.value(f"{name}(**context).page()", result=True)
         return self.w.getvalue()
 
 
