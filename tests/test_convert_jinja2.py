@@ -109,18 +109,13 @@ def test_the_docs_table_has_the_counts() -> None:
     table = (REPO / "docs" / "converting.md").read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| (.+?) \| (\d+ \| \d+ \| \d+) \|$", table, re.MULTILINE))
     expected = {
-        group: f"{c['identical']} | {c['reported']} | {c['documented']}"
-        for group, c in counts.items()
+        group: f"{c['identical']} | {c['reported']} | {c['documented']}" for group, c in counts.items()
     }
     assert rows == expected
 
 
 def _group(construct: str) -> str:
-    return (
-        "builtin filters"
-        if construct.startswith("filter ") and construct != "filter block"
-        else construct
-    )
+    return "builtin filters" if construct.startswith("filter ") and construct != "filter block" else construct
 
 
 @settings(max_examples=30, deadline=None)
@@ -138,7 +133,7 @@ def test_generated_contexts_render_alike(tmp_path_factory: pytest.TempPathFactor
 
 
 GENERATED = (
-    '<p title="{{ name }}">{{ name|title }} {{ name|upper }} {{ name|length }} {{ name|trim }}</p>'
+    "<p title=\"{{ name }}\">{{ name|title }} {{ name|upper }} {{ name|length }} {{ name|trim }}</p>"
     "{% for i in items|sort %}{{ loop.index }}{{ i|e }}{{ i|replace('a', '<') }}{% else %}-"
     "{% endfor %}{{ items|join('&') }} {{ items|unique|list|length }} {{ n|filesizeformat }}"
     " {{ name|truncate(9) }} {{ name|wordcount }} {{ (name ~ n)|center(30) }} {{ n is odd }}"
@@ -150,7 +145,5 @@ _loaders: dict[str, Loader] = {}
 
 def _generated_loader(factory: pytest.TempPathFactory) -> Loader:
     if "g" not in _loaders:
-        _loaders["g"] = convert(Case("generated", {"page.html": GENERATED}), factory.mktemp("gen"))[
-            0
-        ]
+        _loaders["g"] = convert(Case("generated", {"page.html": GENERATED}), factory.mktemp("gen"))[0]
     return _loaders["g"]
