@@ -234,7 +234,7 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--settings",
         metavar="MODULE",
         help="with --from-django: the project's settings module (DJANGO_SETTINGS_MODULE), "
-        "so the libraries its templates {% load %} are known",
+        "so the tag libraries its templates load are known",
     )
     convert.set_defaults(handler=_convert)
 

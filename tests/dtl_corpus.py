@@ -297,6 +297,14 @@ CASES: list[Case] = [
         "{% firstof a b 'fallback <b>' %}|{% firstof a b %}|{% firstof a b as chosen %}[{{ chosen }}]",
         [{"a": 0, "b": "<b>"}, {"a": "<a>"}, {}],
     ),
+    case(
+        "`as name`",
+        "{{ foo }}{% if a %}{% url 'index' as foo %}{% endif %}[{{ foo }}]"
+        "{% for i in l %}({{ foo }}){% if i %}{% firstof i as foo %}{% endif %}[{{ foo }}]{% endfor %}({{ foo }})"
+        "{% for x in l %}{% cycle 'p' 'q' as pq silent %}{% include 'pq.html' %}{% endfor %}",
+        [{"a": 0, "foo": "ctx", "l": [0, "<1>", 0]}, {"a": 1, "l": []}],
+        pq_html="{{ pq }}",
+    ),
     case("{% now %}", '{% now "Y" %}|{% now "Y" as year %}{{ year }}'),
     case(
         "{% spaceless %}",

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeVar
 
+from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.idioms import Layout, LoopContext, Undefined
 
@@ -80,15 +81,11 @@ BUILTIN_FILTERS = (
 STRING_IF_INVALID = ""
 
 
-def _is_markup(value: Any) -> bool:
-    return hasattr(value, "__html__")
-
-
 def _to_django(value: Any) -> Any:
     """*value* as Django's filters see it: markup of any kind is a ``SafeString``."""
     from django.utils.safestring import SafeData, SafeString
 
-    if isinstance(value, str) and _is_markup(value) and not isinstance(value, SafeData):
+    if isinstance(value, str) and is_markup(value) and not isinstance(value, SafeData):
         return SafeString(value)
     return value
 
@@ -208,14 +205,14 @@ def show(value: Any, autoescape: bool | None = None) -> Any:
     """
     if isinstance(value, Undefined):
         value = STRING_IF_INVALID
-    if not isinstance(value, str) or _is_markup(value):
+    if not isinstance(value, str) or is_markup(value):
         from django.utils.formats import localize
         from django.utils.timezone import template_localtime
 
         value = localize(template_localtime(value))
     if not _escaping(autoescape):
         return htmltext(str(value))
-    if _is_markup(value):
+    if is_markup(value):
         return value
     return str(value)
 
@@ -447,7 +444,7 @@ def spaceless(markup: Any) -> Any:
     """``{% spaceless %}``: the whitespace between tags removed, and at both ends."""
     text = str(markup).strip()
     result = _BETWEEN_TAGS.sub("><", text)
-    return htmltext(result) if _is_markup(markup) else result
+    return htmltext(result) if is_markup(markup) else result
 
 
 def lorem(count: int = 1, method: str = "b", common: bool = True) -> Any:
@@ -548,16 +545,16 @@ def translate(message: Any, context: str | None = None, noop: bool = False) -> A
         message = STRING_IF_INVALID
     if noop:
         return message
-    markup = _is_markup(message)
+    markup = is_markup(message)
     msgid = message.replace("%", "%%")  # (a str method: a number raises, as in Django)
-    if markup and not _is_markup(msgid):
+    if markup and not is_markup(msgid):
         msgid = htmltext(msgid)
     if context is not None:
         translated = i18n.pgettext(context, msgid)
     else:
         translated = i18n.gettext(msgid)
     result = str(translated).replace("%%", "%")
-    return htmltext(result) if _is_markup(translated) else result
+    return htmltext(result) if is_markup(translated) else result
 
 
 def blocktranslate(

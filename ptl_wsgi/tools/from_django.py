@@ -258,6 +258,10 @@ class _Function:
         self.context = context  # the expression of the context mapping
         self.free: dict[str, str] = {}
         self.scopes: list[dict[str, str]] = [{}]
+        # Where each scope's statement starts (the writer's mark), for names bound later.
+        self.marks: list[tuple[int, int] | None] = [None]
+        # Context names the template sets (`as name`): passed on to included templates.
+        self.assigned: set[str] = set()
         self.cycles: dict[int, str] = {}
         for name, ident in (free or {}).items():
             self.taken.add(ident)
@@ -288,6 +292,14 @@ class _Function:
             if name in scope:
                 return scope[name]
         return None
+
+    def push(self, mark: tuple[int, int] | None = None) -> None:
+        self.scopes.append({})
+        self.marks.append(mark)
+
+    def pop(self) -> None:
+        self.scopes.pop()
+        self.marks.pop()
 
     def locals(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -494,7 +506,9 @@ class _Converter:
     def context_dict(self, extra: Mapping[str, str] | None = None) -> str:
         """The current context as a dict: the render's context and the locals bound so far."""
         items = [f"**{self.fn.context}"]
-        for name, ident in self.fn.locals().items():
+        names = {name: self.fn.free[name] for name in sorted(self.fn.assigned)}
+        names.update(self.fn.locals())
+        for name, ident in names.items():
             items.append(f"{string_literal(name)}: {ident}")
         for name, code in (extra or {}).items():
             items.append(f"{string_literal(name)}: {code}")
@@ -599,13 +613,14 @@ class _Converter:
         if len(node.loopvars) > 1:
             extra += f", unpack={len(node.loopvars)}"
         values = f"{_DJ}.for_values({sequence}{extra})"
+        mark = self.w.mark()
         empty = len(node.nodelist_empty) > 0
         if empty:
             name = self.fn.fresh(_identifier(node.loopvars[0]) + "_values")
             self.w.line(f"{name} = {values}")
             values = name
         use_loop = self._uses_loop(node.nodelist_loop)
-        self.fn.scopes.append({})
+        self.fn.push(mark)
         try:
             targets = [self.fn.bind(v) for v in node.loopvars]
             target = targets[0] if len(targets) == 1 else "(" + ", ".join(targets) + ")"
@@ -620,25 +635,43 @@ class _Converter:
             with self.w.block(head):
                 self.nodelist(node.nodelist_loop)
         finally:
-            self.fn.scopes.pop()
+            self.fn.pop()
         if empty:
             with self.w.block(f"if not {values}:"):
                 self.nodelist(node.nodelist_empty)
 
     def node_WithNode(self, node: Any) -> None:
         values = {name: self.filtered(fe, node=node) for name, fe in node.extra_context.items()}
-        self.fn.scopes.append({})
+        self.fn.push(self.w.mark())
         try:
             for name, code in values.items():
                 self.w.line(f"{self.fn.bind(name)} = {code}")
             self.nodelist(node.nodelist)
         finally:
-            self.fn.scopes.pop()
+            self.fn.pop()
 
-    def _assign(self, name: str, code: str) -> None:
-        """``as name``: the value bound for the rest of the template (Django's context)."""
-        ident = self.fn.bound(name) or self.fn.bind(name)
+    def _assign(self, name: str, code: str, upward: bool = False) -> str:
+        """``as name``: *name* is *code*'s value from here on, where Django's context has it.
+
+        Django sets it in the innermost ``for`` or ``with``, until that ends (``{% cycle %}``
+        where the name already is, *upward*); at the template's own level it replaces the
+        context's value.  A name first bound inside a block is its outer value before.
+        """
+        if upward or len(self.fn.scopes) == 1:
+            ident = (self.fn.bound(name) if upward else self.fn.scopes[0].get(name)) or ""
+            if not ident:
+                ident = self.fn.lookup(name)
+                self.fn.assigned.add(name)
+        else:
+            scope, mark = self.fn.scopes[-1], self.fn.marks[-1]
+            ident = scope.get(name, "")
+            if not ident:
+                outer = self.fn.lookup(name)
+                ident = scope[name] = self.fn.fresh(name)
+                if mark is not None:
+                    self.w.insert(mark, [f"{ident} = {outer}"])
         self.w.line(f"{ident} = {code}")
+        return ident
 
     def node_CsrfTokenNode(self, node: Any) -> None:
         token = self.fn.bound("csrf_token") or self.fn.lookup("csrf_token")
@@ -692,9 +725,9 @@ class _Converter:
         values = ", ".join(self.filtered(v, node=node) for v in node.cyclevars)
         code = f"{state}({values})"
         if node.variable_name:
-            self._assign(node.variable_name, code)
+            ident = self._assign(node.variable_name, code, upward=True)
             if not node.silent:
-                self.value(self.show(self.fn.bound(node.variable_name) or '""'), node)
+                self.value(self.show(ident), node)
         else:
             self.value(self.show(code), node)
 
@@ -754,10 +787,10 @@ class _Converter:
 
     def node_RegroupNode(self, node: Any) -> None:
         target = self.filtered(node.target, missing="None", node=node)
-        self.fn.scopes.append({})
+        self.fn.push()
         item = self.fn.bind(node.var_name)
         key = self.filtered(node.expression, missing="None", node=node)
-        self.fn.scopes.pop()
+        self.fn.pop()
         self._assign(node.var_name, f"{_DJ}.regroup({target}, lambda {item}: {key})")
 
     def node_WidthRatioNode(self, node: Any) -> None:
@@ -801,7 +834,7 @@ class _Converter:
             return (trim_whitespace(text) if node.trimmed else text), names
 
         values = {name: self.filtered(fe, node=node) for name, fe in node.extra_context.items()}
-        self.fn.scopes.append({})
+        self.fn.push()
         try:
             for name, code in values.items():
                 self.w.line(f"{self.fn.bind(name)} = {code}")
@@ -826,7 +859,7 @@ class _Converter:
                 args.append(f"autoescape={self.autoescape}")
             code = f"{_DJ}.blocktranslate({', '.join(args)})"
         finally:
-            self.fn.scopes.pop()
+            self.fn.pop()
         if node.asvar:
             self._assign(node.asvar, code)
         else:
@@ -901,6 +934,7 @@ class _Converter:
         dry.nodelist(nodes)
         self.fn = _Function(self.taken(), context, dict(dry.fn.free))
         self.fn.cycles = dict(dry.fn.cycles)
+        self.fn.assigned = set(dry.fn.assigned)
         self.fn.taken.update(dry.fn.cycles.values())
         self.block_method = method
         undefined = self.w.use("ptl_wsgi.idioms", "undefined") if dry.fn.free else ""
