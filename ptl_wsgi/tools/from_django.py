@@ -262,6 +262,10 @@ class _Function:
         self.marks: list[tuple[int, int] | None] = [None]
         # Context names the template sets (`as name`): passed on to included templates.
         self.assigned: set[str] = set()
+        # The names set inside each for/with (by its node), found by the dry run: bound from
+        # the start of the block, so every iteration after the one that set it sees it.
+        self.keys: list[int] = [0]
+        self.set_inside: dict[int, list[str]] = {}
         self.cycles: dict[int, str] = {}
         for name, ident in (free or {}).items():
             self.taken.add(ident)
@@ -293,13 +297,15 @@ class _Function:
                 return scope[name]
         return None
 
-    def push(self, mark: tuple[int, int] | None = None) -> None:
+    def push(self, mark: tuple[int, int] | None = None, key: int = 0) -> None:
         self.scopes.append({})
         self.marks.append(mark)
+        self.keys.append(key)
 
     def pop(self) -> None:
         self.scopes.pop()
         self.marks.pop()
+        self.keys.pop()
 
     def locals(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -620,8 +626,9 @@ class _Converter:
             self.w.line(f"{name} = {values}")
             values = name
         use_loop = self._uses_loop(node.nodelist_loop)
-        self.fn.push(mark)
+        self.fn.push(mark, id(node))
         try:
+            self._prebind(node)
             targets = [self.fn.bind(v) for v in node.loopvars]
             target = targets[0] if len(targets) == 1 else "(" + ", ".join(targets) + ")"
             if use_loop:
@@ -642,13 +649,21 @@ class _Converter:
 
     def node_WithNode(self, node: Any) -> None:
         values = {name: self.filtered(fe, node=node) for name, fe in node.extra_context.items()}
-        self.fn.push(self.w.mark())
+        self.fn.push(self.w.mark(), id(node))
         try:
+            self._prebind(node)
             for name, code in values.items():
                 self.w.line(f"{self.fn.bind(name)} = {code}")
             self.nodelist(node.nodelist)
         finally:
             self.fn.pop()
+
+    def _prebind(self, node: Any) -> None:
+        """Bind, as the block starts, the names the block sets later (`as name`)."""
+        for name in self.fn.set_inside.get(id(node), []):
+            outer = self.fn.lookup(name)
+            ident = self.fn.scopes[-1][name] = self.fn.fresh(name)
+            self.w.line(f"{ident} = {outer}")
 
     def _assign(self, name: str, code: str, upward: bool = False) -> str:
         """``as name``: *name* is *code*'s value from here on, where Django's context has it.
@@ -666,6 +681,7 @@ class _Converter:
             scope, mark = self.fn.scopes[-1], self.fn.marks[-1]
             ident = scope.get(name, "")
             if not ident:
+                self.fn.set_inside.setdefault(self.fn.keys[-1], []).append(name)
                 outer = self.fn.lookup(name)
                 ident = scope[name] = self.fn.fresh(name)
                 if mark is not None:
@@ -935,6 +951,7 @@ class _Converter:
         self.fn = _Function(self.taken(), context, dict(dry.fn.free))
         self.fn.cycles = dict(dry.fn.cycles)
         self.fn.assigned = set(dry.fn.assigned)
+        self.fn.set_inside = dry.fn.set_inside
         self.fn.taken.update(dry.fn.cycles.values())
         self.block_method = method
         undefined = self.w.use("ptl_wsgi.idioms", "undefined") if dry.fn.free else ""
