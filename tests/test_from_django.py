@@ -381,3 +381,26 @@ def test_a_converted_template_in_a_django_app_passes_csrf(tmp_path: Path) -> Non
         assert client.post("/vote/", {"choice": "7"}).status_code == 403  # no token: refused
         voted = client.post("/vote/", {"choice": "7", "csrfmiddlewaretoken": token.group(1)})
         assert voted.content == b"voted 7"
+
+
+@pytest.mark.parametrize("language", ["fr", "de"])
+@override_settings(ROOT_URLCONF=__name__)
+def test_translations_come_from_djangos_catalogs(language: str, tmp_path: Path) -> None:
+    """translate, blocktranslate and _() use the active language's catalogs, as in Django."""
+    from django.utils import translation
+
+    case = Case(
+        "i18n",
+        {
+            "main.html": "{% load i18n %}{% translate 'Yes' %}|{{ _('No') }}|"
+            "{% translate 'May' context 'abbrev. month' %}|{% translate 'Yes' as yes %}{{ yes }}|"
+            "{% blocktranslate %}Yes{% endblocktranslate %}|{{ v|yesno }}"
+        },
+        [{"v": True}],
+    )
+    with translation.override(language):
+        result, detail = outcome(case, tmp_path)
+        assert result == "identical", detail
+        src, dest, _ = convert(case, tmp_path / "again")
+        [(theirs, _)] = render_both(case, src, dest)
+    assert "Yes" not in theirs  # translated: the comparison is not of English alone
