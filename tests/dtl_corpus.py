@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import django
 from django.utils.safestring import mark_safe
 
 
@@ -55,6 +56,8 @@ class Case:
     reported: bool = False
     #: Why the converted template renders differently, when it does by design.
     differs: str = ""
+    #: Rendered with a request (Django's ``RequestContext``, the PTL engine's ``request``).
+    request: bool = False
 
     @property
     def source(self) -> str:
@@ -532,9 +535,25 @@ HOSTILE_CASES: list[Case] = [
         [{"self": 1, "context": 2, "dj": 3, "undefined": 4, "looped": 5, "class": 6, "v": "<v>"}],
     ),
     case(
+        "literals keep Django's trust",
+        '{% with x="<b>" %}{{ x }}{{ x.upper }}{{ x|upper }}{{ x.title }}{% endwith %}'
+        '{{ "<i>"|add:v }}{% firstof "<u>" %}',
+        values("v", ["<v>"]),
+    ),
+    case(
         "hostile arguments",
         "{{ v|default:'\\\")\\nraise SystemExit#' }}{{ v|join:\"'''\" }}"
         "{% url 'item' name='\"); raise SystemExit(\"' %}{% now '\"\"\"' %}",
         [{"v": ""}, {"v": ["a", "b"]}],
     ),
 ]
+
+if django.VERSION >= (5, 1):
+    CASES.append(
+        case(
+            "{% querystring %}",
+            '<a href="{% querystring page=2 q=None %}">n</a>{% querystring page=v as next %}[{{ next }}]',
+            [{"v": "<3>"}],
+        )
+    )
+    CASES[-1].request = True

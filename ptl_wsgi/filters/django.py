@@ -56,6 +56,7 @@ __all__ = [
     "now",
     "regroup",
     "show",
+    "simple_tag",
     "spaceless",
     "static",
     "translate",
@@ -157,7 +158,9 @@ def var(value: Any, *path: str, missing: Any = STRING_IF_INVALID) -> Any:
         for bit in path:
             if isinstance(current, Undefined):
                 return missing
-            current = _step(current, bit)
+            # A literal's htmltext as Django's SafeString, whose methods give plain text:
+            # "<b>".upper is escaped in Django, so it is here.
+            current = _step(_to_django(current), bit)
             if callable(current):
                 current = _call(current)
     except _Missing:
@@ -515,6 +518,33 @@ def regroup(values: Any, key: Callable[[Any], Any]) -> list[GroupedResult]:
     return [
         GroupedResult(grouper, list(items)) for grouper, items in itertools.groupby(values, key)
     ]
+
+
+def simple_tag(
+    module: str, name: str, context: Mapping[str, Any] | None, *args: Any, **kwargs: Any
+) -> Any:
+    """A ``simple_tag`` of a tag library (``{% querystring %}``, a project's own tags).
+
+    Its function *name* of *module*, called as Django calls it: with the render's context
+    (a Django ``RequestContext`` when the context has the request) when it takes one.
+    """
+    import importlib
+
+    from django.template import Context, RequestContext
+
+    function = getattr(importlib.import_module(module), name)
+    # Literals (htmltext) as Django's SafeString, whose methods give plain, escaped text.
+    args = tuple(_to_django(arg) for arg in args)
+    kwargs = {key: _to_django(value) for key, value in kwargs.items()}
+    if context is not None:
+        values = dict(context)
+        request = values.get("request")
+        django_context = (
+            RequestContext(request, values) if hasattr(request, "META") else Context(values)
+        )
+        django_context.autoescape = _AUTOESCAPE.get()
+        args = (django_context, *args)
+    return function(*args, **kwargs)
 
 
 def scoped(layout: _L, values: Mapping[str, Any]) -> _L:

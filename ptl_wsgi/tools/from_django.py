@@ -819,6 +819,28 @@ class _Converter:
         count = self.filtered(node.count, node=node)
         self.value(f"{_DJ}.lorem({count}, {node.method!r}, {node.common!r})", node)
 
+    def node_SimpleNode(self, node: Any) -> None:
+        """A library's ``simple_tag``: its function called with the values, as Django does."""
+        func = node.func
+        module, name = getattr(func, "__module__", None), getattr(func, "__name__", "")
+        if not module or getattr(sys.modules.get(module), name, None) is not func:
+            self.todo(node, self._tag_name(node), "a tag whose function its module does not name")
+            return
+        args = [string_literal(module), string_literal(name)]
+        args.append(self.context_dict() if node.takes_context else "None")
+        args += [self.filtered(fe, node=node) for fe in node.args]
+        for key, fe in node.kwargs.items():
+            value = self.filtered(fe, node=node)
+            if key.isidentifier() and not keyword.iskeyword(key) and key not in ("module", "name"):
+                args.append(f"{key}={value}")
+            else:
+                args.append(f"**{{{string_literal(key)}: {value}}}")
+        code = f"{_DJ}.simple_tag({', '.join(args)})"
+        if node.target_var is not None:
+            self._assign(node.target_var, code)
+        else:
+            self.value(self.show(code), node)
+
     def node_DebugNode(self, node: Any) -> None:
         self.todo(node, "{% debug %}", "the context dump has no PTL equivalent")
 
