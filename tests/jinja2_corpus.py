@@ -176,7 +176,7 @@ def _test_cases() -> list[Case]:
         "n is greaterthan 1", "n is lessthan 9", "'a' is in 'abc'", "'upper' is filter",
         "'odd' is test", "n is not odd", "not n is even",
     ]  # fmt: skip
-    body = "".join("{{ %s }}," % test for test in tests)
+    body = "".join("{{ " + test + " }}," for test in tests)
     return [Case("tests", {"page.html": body})]
 
 
@@ -248,6 +248,11 @@ CASES: list[Case] = [
         "base.html": "<title>{% block title %}Base{% endblock %}</title>"
                      "<main>{% block body %}base body{% endblock %}</main>{% block foot %}foot{% endblock %}",
     }),
+    Case("extends and block", {
+        "page.html": "{# a comment #}\nbefore {{ name }}\n{% extends 'base.html' %}ignored{% set v = 1 %}"
+                     "{% block b %}B{{ v }}{% endblock %}after",
+        "base.html": "<p>{% block b %}{% endblock %}</p>{{ v }}",
+    }),
     Case("nested blocks", {
         "page.html": "{% extends 'base.html' %}{% block title %}Inner{% endblock %}",
         "base.html": "{% block header %}<h1>{% block title %}Base{% endblock %}</h1>{% endblock %}"
@@ -313,6 +318,8 @@ CASES: list[Case] = [
     Case("unknown tag", {"page.html": "a{% cache 60, 'k' %}b{{ name }}{% endcache %}{{ n }}"
                                       "{% assets 'x' %}"}, "reported"),
     Case("filter urlize", {"page.html": "{{ 'see http://example.com'|urlize }}"}, "reported"),
+    Case("value where PTL refuses one", {"page.html": "<{{ tag }} class=x>{{ name }}</{{ tag }}>"}, "reported",
+         extra={"tag": "b"}),
     # -- contextual escaping: more escaping than Jinja2 ---------------------------------------
     Case("URL attributes", {"page.html": "<a href=\"{{ link }}\">x</a>"}, "documented",
          ours="about:invalid#ptl-unsafe-url", extra={"link": "javascript:alert(1)"}),
@@ -321,3 +328,33 @@ CASES: list[Case] = [
     *_filter_cases(),
     *_test_cases(),
 ]  # fmt: skip
+
+
+# A small Flask app of our own, in the shape Flask apps have (a layout, g.user, a form that
+# reads request.form on GET too, flashed messages, url_for), converted by the command line
+# as a user runs it, then served by Flask: each page as Jinja2 renders it and as PTL does.
+FLASK_TEMPLATES = {
+    "layout.html": (
+        "<!doctype html>\n<title>{% block title %}{% endblock %} | Notes</title>\n"
+        "<nav><a href=\"{{ url_for('index') }}\">Notes</a>\n"
+        "{% if g.user %}<span>{{ g.user['name'] }}</span>{% else %}"
+        "<a href=\"{{ url_for('index', login=1) }}\">Log in</a>{% endif %}</nav>\n"
+        "{% for message in get_flashed_messages() %}<p class=flash>{{ message }}</p>{% endfor %}\n"
+        "<main>{% block header %}<h1>{% block heading %}{{ self.title() }}{% endblock %}</h1>"
+        "{% endblock %}{% block content %}{% endblock %}</main>\n"
+    ),
+    "notes/list.html": (
+        "{% extends 'layout.html' %}\n{% from 'notes/_macros.html' import note_card %}\n"
+        "{% block title %}Notes of {{ owner }}{% endblock %}\n"
+        "{% block content %}<form method=post><input name=title value=\"{{ request.form['title'] }}\">"
+        "</form>\n{% for note in notes %}{{ note_card(note, loop.index) }}"
+        "{% if g.user['id'] == note.author %}<a href=\"{{ url_for('index', edit=note.id) }}\">Edit</a>"
+        "{% endif %}{% if not loop.last %}<hr>{% endif %}\n{% else %}<p>No notes.</p>{% endfor %}"
+        "{% endblock %}\n"
+    ),
+    "notes/_macros.html": (
+        '{% macro note_card(note, n) -%}\n<article id="note-{{ n }}"><h2>{{ note.title|title }}</h2>'
+        "<p>{{ note.body|truncate(30) }}</p><small>{{ note.tags|join(', ') or 'untagged' }}</small>"
+        "</article>\n{%- endmacro %}\n"
+    ),
+}

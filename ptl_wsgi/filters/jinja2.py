@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 from urllib.parse import quote_from_bytes
 
 from ptl_wsgi.html import htmlescape, htmltext
-from ptl_wsgi.idioms import Undefined, at, is_undefined
+from ptl_wsgi.idioms import Undefined, at, converted_name, is_undefined
+from ptl_wsgi.loader import TemplateNotFound, loader_for
 
 __all__ = [
     "FILTERS",
@@ -46,6 +47,7 @@ __all__ = [
     "forceescape",
     "format_string",
     "groupby",
+    "include",
     "indent",
     "items",
     "join",
@@ -694,6 +696,27 @@ def xmlattr(d: Mapping[str, Any], autoescape: bool = True, *, escaping: bool = F
     if autoescape and rv:
         rv = " " + rv
     return htmltext(rv) if escaping else rv
+
+
+def include(
+    importer: str, names: Any, context: Mapping[str, Any], ignore_missing: bool = False
+) -> Any:
+    """Render the first of the original template *names* (a name or a list) that exists.
+
+    For converted templates naming what they include at render time: *importer* is the
+    including module's ``__name__``, whose loader looks the converted names up.
+    """
+    loader = loader_for(importer)
+    candidates = [names] if isinstance(names, str) else list(names)
+    for name in candidates:
+        try:
+            template = loader.get_template(converted_name(str(name)))
+        except TemplateNotFound:
+            continue
+        return template.render(context)
+    if ignore_missing:
+        return ""
+    raise LookupError(f"none of the templates {candidates!r} exists")
 
 
 def required_block(name: str) -> None:
