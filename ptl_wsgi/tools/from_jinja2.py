@@ -423,7 +423,9 @@ class _Converter:
                 # Jinja2; after it, only assignments count (its blocks are methods).
                 first = body.index(extends[0])
                 before = [n for n in body[:first] if not isinstance(n, nodes.Macro)]
-                sets = [n for n in body[first:] if isinstance(n, (nodes.Assign, nodes.AssignBlock))]
+                sets: list[nodes.Node] = [
+                    n for n in body[first:] if isinstance(n, (nodes.Assign, nodes.AssignBlock))
+                ]
                 if before or sets:
                     self._write_method("page", [], before + sets, top=True, child=True)
             elif extends:
