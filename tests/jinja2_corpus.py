@@ -229,11 +229,14 @@ CASES: list[Case] = [
                               "{% set ns = namespace(count=0) %}{% for i in items %}"
                               "{% set ns.count = ns.count + 1 %}{% endfor %}{{ ns.count }}"}),
     Case("set", {"page.html": "{{ x }}{% set x = 5 %}{{ x }}", "x.html": ""}),
+    Case("set", {"page.html": "{% set ns = namespace(d, self=1, n=n) %}{% set ns.more = ns.n + 1 %}"
+                              "{{ ns.a }}/{{ ns.self }}/{{ ns.more }}"}),
     Case("set block", {"page.html": "{% set block %}<b>{{ name }}</b>{% endset %}{{ block }}"
                                     "{% set up | upper %}[{{ name }}]{% endset %}{{ up }}"}),
     Case("with", {"page.html": "{% with a = n, b = name %}{{ a }} {{ b }}{% endwith %}[{{ a }}]"}),
     Case("do", {"page.html": "{% set acc = [] %}{% do acc.append(n) %}{% do acc.append(name) %}{{ acc }}"}),
     Case("filter block", {"page.html": "{% filter upper %}<b>{{ name }}</b>{% endfilter %}"}),
+    Case("filter block", {"page.html": "[{% filter lower|trim|center(12) %}  <B>{{ name }}</B>  {% endfilter %}]"}),
     Case("raw", {"page.html": "{% raw %}{{ not a variable }} {% if %}{% endraw %}"}),
     Case("comment", {"page.html": "a{# a comment #}b{#\n  two\n  lines\n#}c"}),
     Case("whitespace control", {"page.html": "<ul>\n  {%- for item in items %}\n    <li>{{- item -}}</li>\n"
@@ -297,6 +300,12 @@ CASES: list[Case] = [
                      "{{ forms.field('q', name) }}{{ f('r') }}{{ label('<l>') }}",
         "forms.html": "{% macro field(n, v='') %}<input name=\"{{ n }}\" value=\"{{ v }}\">{% endmacro %}"
                       "{% macro label(t) %}<label>{{ t }}</label>{% endmacro %}",
+    }),
+    Case("import", {
+        "page.html": "{% import 'lib.html' as lib %}{% from 'lib.html' import version, shout %}"
+                     "{{ lib.version }} {{ version }} {{ shout(name) }} {{ lib.shout('x') }}"
+                     "{% import 'lib.html' as lib2 with context %}{{ lib2.version }}",
+        "lib.html": "ignored output {% set version = '1.' ~ n %}{% macro shout(s) %}{{ s|upper }}!{% endmacro %}",
     }),
     Case("call", {"page.html": "{% macro box(cls) %}<div class=\"{{ cls }}\">{{ caller() }}</div>{% endmacro %}"
                                "{% call box('x') %}<b>{{ name }}</b>{% endcall %}"

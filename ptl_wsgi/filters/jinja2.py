@@ -47,6 +47,9 @@ __all__ = [
     "forceescape",
     "format_string",
     "groupby",
+    "GLOBALS",
+    "globals_only",
+    "imported",
     "include",
     "indent",
     "items",
@@ -719,6 +722,26 @@ def include(
     raise LookupError(f"none of the templates {candidates!r} exists")
 
 
+#: The names Flask puts in its Jinja2 environment's globals (with Jinja2's own, which
+#: converted templates have from this module): what an import without context sees.
+GLOBALS = ("url_for", "get_flashed_messages", "config", "request", "session", "g")
+
+
+def globals_only(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of *context* an ``{% import %}`` without context sees: the globals."""
+    return {name: context[name] for name in GLOBALS if name in context}
+
+
+def imported(template: Any) -> Any:
+    """``{% import %}``: *template* (a converted template's instance) with its top level run.
+
+    As Jinja2 runs an imported template's body, so that the names it sets at the top level
+    are the module's (``forms.x``); its output is dropped.
+    """
+    template.page()
+    return template
+
+
 def required_block(name: str) -> None:
     """A ``{% block name required %}`` the page did not fill: Jinja2's error."""
     raise RuntimeError(f"Required block {name!r} not found.")
@@ -730,8 +753,8 @@ def required_block(name: str) -> None:
 class namespace:
     """``namespace(...)``: attributes a loop can set (``{% set ns.found = true %}``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.__dict__.update(dict(*args, **kwargs))
+    def __init__(*args: Any, **kwargs: Any) -> None:
+        args[0].__dict__.update(dict(*args[1:], **kwargs))
 
     def __repr__(self) -> str:
         return f"<Namespace {self.__dict__!r}>"

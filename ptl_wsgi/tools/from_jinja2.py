@@ -477,18 +477,24 @@ class _Converter:
         return found
 
     def _collect_imports(self, node: nodes.Node) -> None:
+        if not isinstance(node, (nodes.Import, nodes.FromImport)):
+            return
+        name = node.template.value if isinstance(node.template, nodes.Const) else None
+        construct = "import" if isinstance(node, nodes.Import) else "from import"
+        alias = self.module(node, name, construct)
+        if alias is None:
+            return
+        # Without context (the default), an imported template sees the globals only.
+        context = (
+            "self.context" if node.with_context else f"{self.jinja}.globals_only(self.context)"
+        )
+        module = f"{self.jinja}.imported({alias}.Template(**{context}))"
         if isinstance(node, nodes.Import):
-            name = node.template.value if isinstance(node.template, nodes.Const) else None
-            alias = self.module(node, name, "import")
-            if alias is not None:
-                self.imports[node.target] = f"{alias}.Template(**self.context)"
-        elif isinstance(node, nodes.FromImport):
-            name = node.template.value if isinstance(node.template, nodes.Const) else None
-            alias = self.module(node, name, "from import")
-            if alias is not None:
-                for item in node.names:
-                    imported, bound = item if isinstance(item, tuple) else (item, item)
-                    self.imports[bound] = f"{alias}.Template(**self.context).{imported}"
+            self.imports[node.target] = module
+            return
+        for item in node.names:
+            imported, bound = item if isinstance(item, tuple) else (item, item)
+            self.imports[bound] = f"{module}.{imported}"
 
     # -- methods -----------------------------------------------------------------------
 
@@ -1032,7 +1038,7 @@ class _Converter:
         return f"{self.jinja}.safe({inner})" if self.autoescape[-1] else inner
 
     def expr_Filter(self, node: nodes.Filter, text: bool) -> str:
-        return self.filter(node, self.expr(node.node))
+        return self.filter(node, self._items([node.node])[0])
 
     def expr_Test(self, node: nodes.Test, text: bool) -> str:
         value = self.expr(node.node, text=False)
@@ -1057,6 +1063,9 @@ class _Converter:
         )
 
     def filter(self, node: nodes.Filter, value: str) -> str:
+        """*value* through the filter *node*, and first through the filters it chains to."""
+        if isinstance(node.node, nodes.Filter) and _block_filter(node.node):
+            value = self.filter(node.node, value)  # {% filter a|b %}: a, then b
         name = node.name
         args = [value, *self._arguments(node)]
         from ptl_wsgi.filters.jinja2 import FILTERS
@@ -1202,3 +1211,11 @@ def _bare(expression: str) -> str:
     except SyntaxError:
         return expression
     return inner if same else expression
+
+
+def _block_filter(node: nodes.Filter) -> bool:
+    """Whether *node* is a filter block's chain (its innermost filter has no value)."""
+    inner: nodes.Node | None = node
+    while isinstance(inner, nodes.Filter):
+        inner = inner.node
+    return inner is None
