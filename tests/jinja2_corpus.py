@@ -133,7 +133,8 @@ def _filter_cases() -> list[Case]:
         "random": "{{ [7]|random }}",
         "reject": "{{ [1, 2, 3, 4]|reject('odd')|join(',') }} {{ [0, 1, '', 'a']|reject|list }}",
         "rejectattr": "{{ users|rejectattr('admin')|map(attribute='name')|join(',') }}",
-        "replace": "{{ name|replace('a', '<A>') }} {{ html|replace('i', 'I') }} {{ text|replace('a', 'o', 2) }}",
+        "replace": "{{ name|replace('a', '<A>') }} {{ html|replace('i', 'I') }} {{ text|replace('a', 'o', 2) }}"
+        " {{ 'x<y'|replace('<', html) }} {{ 'x'|replace('x', html) }} {{ html|replace('<', '[') }}",
         "reverse": "{{ name|reverse }} {{ items|reverse|join(',') }}",
         "round": "{{ num|round }} {{ num|round(2) }} {{ num|round(1, 'floor') }} {{ num|round(1, 'ceil') }}"
         " {{ 2.5|round }}",

@@ -122,6 +122,11 @@ def forceescape(value: Any) -> Any:
     return htmlescape(str.__str__(str(text)))
 
 
+def _markup_text(value: Any) -> str:
+    """The text of markup *value*, as a plain ``str`` (whose methods escape nothing)."""
+    return "".join([value.__html__()])
+
+
 def _soft(value: Any) -> Any:
     """*value* as a string, markup kept as markup (Jinja2's ``soft_str``)."""
     if isinstance(value, str):
@@ -473,7 +478,11 @@ def replace(s: Any, old: Any, new: Any, count: int | None = None, autoescape: bo
         s = escape(s)
     else:
         s = _soft(s)
-    return s.replace(_soft(old), _soft(new), count)
+    if not _is_markup(s):
+        return s.replace(str(old), str(new), count)
+    # Markup: markupsafe's replace, which looks for *old* as it is and escapes *new*.
+    old_text = _markup_text(old) if _is_markup(old) else str(old)
+    return htmltext(_markup_text(s).replace(old_text, _markup_text(escape(new)), count))
 
 
 def reverse(value: Any) -> Any:
