@@ -91,7 +91,6 @@ __all__ = [
     "at",
     "converted_name",
     "dot",
-    "include",
     "is_undefined",
     "looped",
     "undefined",
@@ -366,36 +365,13 @@ def converted_name(name: str) -> str:
     """The converted template's name: ``base.html`` → ``base.ptl``, ``layout`` → ``layout.ptl``.
 
     A template extension (:data:`TEMPLATE_SUFFIXES`) is replaced by ``.ptl``, which any
-    other name gets appended; the converters name files so, and :func:`include` finds
-    the names a converted template computes at render time so.
+    other name gets appended; the converters name files so, and converted templates the
+    names they compute at render time.
     """
     stem, dot_suffix = name.rsplit(".", 1) if "." in name.rsplit("/", 1)[-1] else (name, "")
     if dot_suffix and "." + dot_suffix.lower() in TEMPLATE_SUFFIXES:
         return stem + ".ptl"
     return name + ".ptl"
-
-
-def include(
-    importer: str, names: Any, context: Mapping[str, Any], ignore_missing: bool = False
-) -> Any:
-    """Render the first of the original template *names* (a name or a list) that exists.
-
-    For converted templates naming what they include at render time: *importer* is the
-    including module's ``__name__``, whose loader looks the converted names up.
-    """
-    from ptl_wsgi.loader import TemplateNotFound, loader_for
-
-    loader = loader_for(importer)
-    candidates = [names] if isinstance(names, str) else list(names)
-    for name in candidates:
-        try:
-            template = loader.get_template(converted_name(str(name)))
-        except TemplateNotFound:
-            continue
-        return template.render(context)
-    if ignore_missing:
-        return ""
-    raise LookupError(f"none of the templates {candidates!r} exists")
 
 
 class NotConvertedError(NotImplementedError):

@@ -360,6 +360,12 @@ CASES: list[Case] = [
     ),
     case("{% lorem %}", "{% lorem %}|{% lorem 3 w %}|{% lorem 1 p %}"),
     case("{% debug %}", "{% debug %}", reported=True),
+    case(
+        "values in URLs, scripts and styles",
+        "<h{{ level }}>title</h{{ level }}>",
+        [{"level": 1}, {"level": "2"}, {"level": "1 onclick=alert(1)"}],
+        differs="a value glued to a tag's name: PTL writes its marker for text, Django the text",
+    ),
     # -- i18n --------------------------------------------------------------------------------------
     case(
         "{% translate %}",

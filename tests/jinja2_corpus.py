@@ -133,7 +133,8 @@ def _filter_cases() -> list[Case]:
         "random": "{{ [7]|random }}",
         "reject": "{{ [1, 2, 3, 4]|reject('odd')|join(',') }} {{ [0, 1, '', 'a']|reject|list }}",
         "rejectattr": "{{ users|rejectattr('admin')|map(attribute='name')|join(',') }}",
-        "replace": "{{ name|replace('a', '<A>') }} {{ html|replace('i', 'I') }} {{ text|replace('a', 'o', 2) }}",
+        "replace": "{{ name|replace('a', '<A>') }} {{ html|replace('i', 'I') }} {{ text|replace('a', 'o', 2) }}"
+        " {{ 'x<y'|replace('<', html) }} {{ 'x'|replace('x', html) }} {{ html|replace('<', '[') }}",
         "reverse": "{{ name|reverse }} {{ items|reverse|join(',') }}",
         "round": "{{ num|round }} {{ num|round(2) }} {{ num|round(1, 'floor') }} {{ num|round(1, 'ceil') }}"
         " {{ 2.5|round }}",
@@ -176,7 +177,7 @@ def _test_cases() -> list[Case]:
         "n is greaterthan 1", "n is lessthan 9", "'a' is in 'abc'", "'upper' is filter",
         "'odd' is test", "n is not odd", "not n is even",
     ]  # fmt: skip
-    body = "".join("{{ %s }}," % test for test in tests)
+    body = "".join("{{ " + test + " }}," for test in tests)
     return [Case("tests", {"page.html": body})]
 
 
@@ -229,11 +230,14 @@ CASES: list[Case] = [
                               "{% set ns = namespace(count=0) %}{% for i in items %}"
                               "{% set ns.count = ns.count + 1 %}{% endfor %}{{ ns.count }}"}),
     Case("set", {"page.html": "{{ x }}{% set x = 5 %}{{ x }}", "x.html": ""}),
+    Case("set", {"page.html": "{% set ns = namespace(d, self=1, n=n) %}{% set ns.more = ns.n + 1 %}"
+                              "{{ ns.a }}/{{ ns.self }}/{{ ns.more }}"}),
     Case("set block", {"page.html": "{% set block %}<b>{{ name }}</b>{% endset %}{{ block }}"
                                     "{% set up | upper %}[{{ name }}]{% endset %}{{ up }}"}),
     Case("with", {"page.html": "{% with a = n, b = name %}{{ a }} {{ b }}{% endwith %}[{{ a }}]"}),
     Case("do", {"page.html": "{% set acc = [] %}{% do acc.append(n) %}{% do acc.append(name) %}{{ acc }}"}),
     Case("filter block", {"page.html": "{% filter upper %}<b>{{ name }}</b>{% endfilter %}"}),
+    Case("filter block", {"page.html": "[{% filter lower|trim|center(12) %}  <B>{{ name }}</B>  {% endfilter %}]"}),
     Case("raw", {"page.html": "{% raw %}{{ not a variable }} {% if %}{% endraw %}"}),
     Case("comment", {"page.html": "a{# a comment #}b{#\n  two\n  lines\n#}c"}),
     Case("whitespace control", {"page.html": "<ul>\n  {%- for item in items %}\n    <li>{{- item -}}</li>\n"
@@ -247,6 +251,11 @@ CASES: list[Case] = [
                      "{% block body %}<p>{{ super() }} and more</p>{% endblock %}",
         "base.html": "<title>{% block title %}Base{% endblock %}</title>"
                      "<main>{% block body %}base body{% endblock %}</main>{% block foot %}foot{% endblock %}",
+    }),
+    Case("extends and block", {
+        "page.html": "{# a comment #}\nbefore {{ name }}\n{% extends 'base.html' %}ignored{% set v = 1 %}"
+                     "{% block b %}B{{ v }}{% endblock %}after",
+        "base.html": "<p>{% block b %}{% endblock %}</p>{{ v }}",
     }),
     Case("nested blocks", {
         "page.html": "{% extends 'base.html' %}{% block title %}Inner{% endblock %}",
@@ -293,6 +302,12 @@ CASES: list[Case] = [
         "forms.html": "{% macro field(n, v='') %}<input name=\"{{ n }}\" value=\"{{ v }}\">{% endmacro %}"
                       "{% macro label(t) %}<label>{{ t }}</label>{% endmacro %}",
     }),
+    Case("import", {
+        "page.html": "{% import 'lib.html' as lib %}{% from 'lib.html' import version, shout %}"
+                     "{{ lib.version }} {{ version }} {{ shout(name) }} {{ lib.shout('x') }}"
+                     "{% import 'lib.html' as lib2 with context %}{{ lib2.version }}",
+        "lib.html": "ignored output {% set version = '1.' ~ n %}{% macro shout(s) %}{{ s|upper }}!{% endmacro %}",
+    }),
     Case("call", {"page.html": "{% macro box(cls) %}<div class=\"{{ cls }}\">{{ caller() }}</div>{% endmacro %}"
                                "{% call box('x') %}<b>{{ name }}</b>{% endcall %}"
                                "{% macro each(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}"
@@ -313,6 +328,8 @@ CASES: list[Case] = [
     Case("unknown tag", {"page.html": "a{% cache 60, 'k' %}b{{ name }}{% endcache %}{{ n }}"
                                       "{% assets 'x' %}"}, "reported"),
     Case("filter urlize", {"page.html": "{{ 'see http://example.com'|urlize }}"}, "reported"),
+    Case("value where PTL refuses one", {"page.html": "<{{ tag }} class=x>{{ name }}</{{ tag }}>"}, "reported",
+         extra={"tag": "b"}),
     # -- contextual escaping: more escaping than Jinja2 ---------------------------------------
     Case("URL attributes", {"page.html": "<a href=\"{{ link }}\">x</a>"}, "documented",
          ours="about:invalid#ptl-unsafe-url", extra={"link": "javascript:alert(1)"}),
@@ -321,3 +338,33 @@ CASES: list[Case] = [
     *_filter_cases(),
     *_test_cases(),
 ]  # fmt: skip
+
+
+# A small Flask app of our own, in the shape Flask apps have (a layout, g.user, a form that
+# reads request.form on GET too, flashed messages, url_for), converted by the command line
+# as a user runs it, then served by Flask: each page as Jinja2 renders it and as PTL does.
+FLASK_TEMPLATES = {
+    "layout.html": (
+        "<!doctype html>\n<title>{% block title %}{% endblock %} | Notes</title>\n"
+        "<nav><a href=\"{{ url_for('index') }}\">Notes</a>\n"
+        "{% if g.user %}<span>{{ g.user['name'] }}</span>{% else %}"
+        "<a href=\"{{ url_for('index', login=1) }}\">Log in</a>{% endif %}</nav>\n"
+        "{% for message in get_flashed_messages() %}<p class=flash>{{ message }}</p>{% endfor %}\n"
+        "<main>{% block header %}<h1>{% block heading %}{{ self.title() }}{% endblock %}</h1>"
+        "{% endblock %}{% block content %}{% endblock %}</main>\n"
+    ),
+    "notes/list.html": (
+        "{% extends 'layout.html' %}\n{% from 'notes/_macros.html' import note_card %}\n"
+        "{% block title %}Notes of {{ owner }}{% endblock %}\n"
+        "{% block content %}<form method=post><input name=title value=\"{{ request.form['title'] }}\">"
+        "</form>\n{% for note in notes %}{{ note_card(note, loop.index) }}"
+        "{% if g.user['id'] == note.author %}<a href=\"{{ url_for('index', edit=note.id) }}\">Edit</a>"
+        "{% endif %}{% if not loop.last %}<hr>{% endif %}\n{% else %}<p>No notes.</p>{% endfor %}"
+        "{% endblock %}\n"
+    ),
+    "notes/_macros.html": (
+        '{% macro note_card(note, n) -%}\n<article id="note-{{ n }}"><h2>{{ note.title|title }}</h2>'
+        "<p>{{ note.body|truncate(30) }}</p><small>{{ note.tags|join(', ') or 'untagged' }}</small>"
+        "</article>\n{%- endmacro %}\n"
+    ),
+}

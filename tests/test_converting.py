@@ -171,7 +171,7 @@ def test_values_are_shown_as_str_shows_them_in_fields_or_a_percent_format() -> N
         w.value("n")
         w.value("'a\\n'")
     source = w.getvalue()
-    assert "    \"<p>%s100%%</p>\\n\" % (d['<a href=\"x\">'],)\n" in source
+    assert '    "<p>%s100%%</p>\\n" % (d[\'<a href="x">\'],)\n' in source
     assert "    \"%s%s\" % (n, 'a\\n')\n" in source
     page = _module(w)["render"]({'<a href="x">': "<"}, None)  # type: ignore[operator]
     assert str(page) == "<p>&lt;100%</p>\nNonea\n"  # None shows as None, as in Jinja2

@@ -38,13 +38,12 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(
         ["csp", "importer", "convert", "to_py", "templates", "html", "_helpers", "safety",
-         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck"],
+         "escapers", "output", "babel_extract", "coverage", "lint", "typecheck", "idioms",
+         "tools", "tools.converting", "filters"],
         2,
     ),
     **dict.fromkeys(
-        ["idioms", "tools", "tools.converting", "tools.from_jinja2", "filters", "filters.jinja2",
-         "tools.from_django", "filters.django"],
-        3,
+        ["tools.from_jinja2", "filters.jinja2", "tools.from_django", "filters.django"], 3
     ),
     "i18n": 3,
     "loader": 3,

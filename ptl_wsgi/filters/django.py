@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.idioms import Layout, LoopContext, Undefined
+from ptl_wsgi.idioms import Layout, LoopContext, Undefined, converted_name
 
 _L = TypeVar("_L", bound=Layout)
 
@@ -51,6 +51,7 @@ __all__ = [
     "scoped",
     "static_prefix",
     "firstof",
+    "include",
     "for_values",
     "lorem",
     "now",
@@ -545,6 +546,30 @@ def simple_tag(
         django_context.autoescape = _AUTOESCAPE.get()
         args = (django_context, *args)
     return function(*args, **kwargs)
+
+
+def include(module_name: str, name: Any, context: Mapping[str, Any]) -> Any:
+    """``{% include name %}`` with a name known at render only: that template, converted.
+
+    *name* is the original's name (``"polls/row.html"``), or a list of names of which
+    the first that exists is used, as Django's ``select_template``; *module_name* is
+    the including module's ``__name__``, whose loader finds the converted file.
+    """
+    from ptl_wsgi.loader import TemplateNotFound, loader_for
+
+    loader = loader_for(module_name)
+    names = [name] if isinstance(name, str) else list(name)
+    if not names or not all(isinstance(each, str) for each in names):
+        raise TypeError(f"{{% include %}} takes a template name, not {name!r}")
+    tried: list[str] = []
+    for each in names:
+        try:
+            template = loader.get_template(converted_name(each))
+        except TemplateNotFound as exc:
+            tried += exc.tried
+            continue
+        return template(**context)
+    raise TemplateNotFound(", ".join(map(converted_name, names)), tried)
 
 
 def scoped(layout: _L, values: Mapping[str, Any]) -> _L:

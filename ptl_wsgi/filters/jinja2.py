@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 from urllib.parse import quote_from_bytes
 
 from ptl_wsgi.html import htmlescape, htmltext
-from ptl_wsgi.idioms import Undefined, at, is_undefined
+from ptl_wsgi.idioms import Undefined, at, converted_name, is_undefined
+from ptl_wsgi.loader import TemplateNotFound, loader_for
 
 __all__ = [
     "FILTERS",
@@ -46,6 +47,10 @@ __all__ = [
     "forceescape",
     "format_string",
     "groupby",
+    "GLOBALS",
+    "globals_only",
+    "imported",
+    "include",
     "indent",
     "items",
     "join",
@@ -115,6 +120,11 @@ def forceescape(value: Any) -> Any:
     """``|forceescape``: escaped even if it is markup already."""
     text = value.__html__() if _is_markup(value) else value
     return htmlescape(str.__str__(str(text)))
+
+
+def _markup_text(value: Any) -> str:
+    """The text of markup *value*, as a plain ``str`` (whose methods escape nothing)."""
+    return "".join([value.__html__()])
 
 
 def _soft(value: Any) -> Any:
@@ -468,7 +478,11 @@ def replace(s: Any, old: Any, new: Any, count: int | None = None, autoescape: bo
         s = escape(s)
     else:
         s = _soft(s)
-    return s.replace(_soft(old), _soft(new), count)
+    if not _is_markup(s):
+        return s.replace(str(old), str(new), count)
+    # Markup: markupsafe's replace, which looks for *old* as it is and escapes *new*.
+    old_text = _markup_text(old) if _is_markup(old) else str(old)
+    return htmltext(_markup_text(s).replace(old_text, _markup_text(escape(new)), count))
 
 
 def reverse(value: Any) -> Any:
@@ -696,6 +710,47 @@ def xmlattr(d: Mapping[str, Any], autoescape: bool = True, *, escaping: bool = F
     return htmltext(rv) if escaping else rv
 
 
+def include(
+    importer: str, names: Any, context: Mapping[str, Any], ignore_missing: bool = False
+) -> Any:
+    """Render the first of the original template *names* (a name or a list) that exists.
+
+    For converted templates naming what they include at render time: *importer* is the
+    including module's ``__name__``, whose loader looks the converted names up.
+    """
+    loader = loader_for(importer)
+    candidates = [names] if isinstance(names, str) else list(names)
+    for name in candidates:
+        try:
+            template = loader.get_template(converted_name(str(name)))
+        except TemplateNotFound:
+            continue
+        return template.render(context)
+    if ignore_missing:
+        return ""
+    raise LookupError(f"none of the templates {candidates!r} exists")
+
+
+#: The names Flask puts in its Jinja2 environment's globals (with Jinja2's own, which
+#: converted templates have from this module): what an import without context sees.
+GLOBALS = ("url_for", "get_flashed_messages", "config", "request", "session", "g")
+
+
+def globals_only(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of *context* an ``{% import %}`` without context sees: the globals."""
+    return {name: context[name] for name in GLOBALS if name in context}
+
+
+def imported(template: Any) -> Any:
+    """``{% import %}``: *template* (a converted template's instance) with its top level run.
+
+    As Jinja2 runs an imported template's body, so that the names it sets at the top level
+    are the module's (``forms.x``); its output is dropped.
+    """
+    template.page()
+    return template
+
+
 def required_block(name: str) -> None:
     """A ``{% block name required %}`` the page did not fill: Jinja2's error."""
     raise RuntimeError(f"Required block {name!r} not found.")
@@ -707,8 +762,8 @@ def required_block(name: str) -> None:
 class namespace:
     """``namespace(...)``: attributes a loop can set (``{% set ns.found = true %}``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.__dict__.update(dict(*args, **kwargs))
+    def __init__(*args: Any, **kwargs: Any) -> None:
+        args[0].__dict__.update(dict(*args[1:], **kwargs))
 
     def __repr__(self) -> str:
         return f"<Namespace {self.__dict__!r}>"

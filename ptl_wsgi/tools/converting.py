@@ -317,6 +317,10 @@ class PTLWriter:
         #: Names the converted code uses for its own values (context names, locals).
         self.reserved: set[str] = set(reserved or ())
         self._taken: set[str] = set(self.reserved)
+        #: The original's line the output being written comes from (for reports).
+        self.origin = 0
+        self._origins: dict[int, int] = {}  # index in _lines of an output line -> origin
+        self._body_start = 0  # the first body line's number in getvalue()
 
     # -- names -------------------------------------------------------------------------
 
@@ -407,6 +411,7 @@ class PTLWriter:
         """*lines* of code at *mark*, indented as the code there."""
         index, level = mark
         self._lines[index:index] = [self._indent * level + line for line in lines]
+        self._origins = {i + len(lines) if i >= index else i: o for i, o in self._origins.items()}
 
     # -- output ------------------------------------------------------------------------
 
@@ -440,6 +445,10 @@ class PTLWriter:
                 statement.append(("text", part))
         self._write_output(statement)
 
+    def _output_line(self, code: str) -> None:
+        self._origins[len(self._lines)] = self.origin
+        self._lines.append(code)
+
     def _write_output(self, parts: list[tuple[str, str]]) -> None:
         # Adjacent texts are one text.
         merged: list[tuple[str, str]] = []
@@ -452,14 +461,14 @@ class PTLWriter:
             return
         pad = self._indent * self._level
         if len(merged) == 1 and merged[0][0] == "result":
-            self._lines.append(pad + merged[0][1])
+            self._output_line(pad + merged[0][1])
             return
         merged = [("value" if k == "result" else k, p) for k, p in merged]
         texts = "".join(p for k, p in merged if k == "text")
         values = [p for k, p in merged if k == "value"]
         quote = _pick_quote(texts)
         if not values:
-            self._lines.append(pad + string_literal(texts, quote))
+            self._output_line(pad + string_literal(texts, quote))
             return
         # Values are formatted as str() shows them (None is "None"), as both engines do:
         # an f-string field, or a % format when a value cannot be a field.
@@ -472,14 +481,14 @@ class PTLWriter:
                         body.append(literal.replace("{", "{{").replace("}", "}}"))
                     else:
                         body.append("{" + (" " + part if part.startswith("{") else part) + "}")
-                self._lines.append(pad + "f" + candidate + "".join(body) + candidate)
+                self._output_line(pad + "f" + candidate + "".join(body) + candidate)
                 return
         template = "".join(
             string_literal(part, quote)[1:-1].replace("%", "%%") if kind == "text" else "%s"
             for kind, part in merged
         )
         operands = values[0] + "," if len(values) == 1 else ", ".join(values)
-        self._lines.append(f"{pad}{quote}{template}{quote} % ({operands})")
+        self._output_line(f"{pad}{quote}{template}{quote} % ({operands})")
 
     # -- the result --------------------------------------------------------------------
 
@@ -502,11 +511,42 @@ class PTLWriter:
         if imports:
             out.append("")
         body = self._lines
-        while body and body[0] == "":
-            body = body[1:]
-        if out and body:
+        skipped = 0
+        while skipped < len(body) and body[skipped] == "":
+            skipped += 1
+        if out and len(body) > skipped:
             out.append("")
-        return "\n".join(out + body).rstrip("\n") + "\n"
+        self._body_start = len(out) + 1 - skipped
+        return "\n".join(out + body[skipped:]).rstrip("\n") + "\n"
+
+    def compile_checked(self, file: TemplateFile) -> list[Problem]:
+        """Compile the module; an output line PTL refuses becomes a reported ``TODO``.
+
+        PTL's contextual escaping refuses a value where no value may go (a tag's name),
+        which the original engines allowed: such a line is reported and fails at render.
+        """
+        from ptl_wsgi.compiler import compile_ptl
+
+        problems: list[Problem] = []
+        while True:
+            source = self.getvalue()
+            try:
+                compile_ptl(source, file.dest_path)
+            except SyntaxError as exc:
+                index = (exc.lineno or 0) - self._body_start
+                if index not in self._origins:
+                    raise  # not an output line: the converter's own bug
+                problem = Problem(
+                    file.name, self._origins.pop(index) or 1, "output", f"PTL refuses it: {exc.msg}"
+                )
+                problems.append(problem)
+                indent = self._lines[index][
+                    : len(self._lines[index]) - len(self._lines[index].lstrip())
+                ]
+                call = f"{self.use('ptl_wsgi.idioms', 'TODO')}({string_literal(str(problem))})"
+                self._lines[index] = indent + call
+                continue
+            return problems
 
 
 #: The signature of an engine module's ``convert_file``.

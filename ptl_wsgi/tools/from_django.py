@@ -333,7 +333,6 @@ class _Converter:
         self.autoescape: bool | None = None
         self.block_method: str | None = None
         self.library_filters: dict[tuple[str, str], str] = {}
-        self.value_lines: dict[str, int] = {}
 
     # -- reporting -----------------------------------------------------------------------
 
@@ -527,6 +526,7 @@ class _Converter:
             self.node(node)
 
     def node(self, node: Any) -> None:
+        self.w.origin = self.line_of(node) or self.w.origin  # where output lines come from
         method = getattr(self, "node_" + type(node).__name__, None)
         if method is None:
             func = getattr(node, "func", None)  # a simple_tag's or inclusion_tag's function
@@ -548,7 +548,6 @@ class _Converter:
 
         *result*: the value is a template's (markup, never None), written bare.
         """
-        self.value_lines.setdefault(code, self.line_of(node))
         self.w.value(code, result=result)
 
     def node_VariableNode(self, node: Any) -> None:
@@ -914,8 +913,7 @@ class _Converter:
             context = self.context_dict(values)
         if self._computed_name(node.template):
             name = self.filtered(node.template, node=node)
-            include = self.w.use("ptl_wsgi.idioms", "include")
-            self.call_template(f"{include}(__name__, {name}, {context})", node)
+            self.call_template(f"{_DJ}.include(__name__, {name}, {context})", node)
             return
         module = self.template_module(node.template, node, "{% include %}")
         if module is not None:
@@ -1003,7 +1001,7 @@ class _Converter:
         blocks = nodes.get_nodes_by_type(BlockNode)
         if extends is None and not blocks:
             self.function(f"def render {self.kind} (**context):", "context", nodes)
-            return self.w.getvalue()
+            return self._checked()
         name = class_name(self.file.name)
         self.module_names.add(name)
         base = None
@@ -1038,6 +1036,11 @@ class _Converter:
             if extends is not None:  # Django outputs the text before {% extends %} too
                 self.nodelist(nodes[: nodes.index(extends)])
             self.w.value(f"{name}(**context).page()", result=True)
+        return self._checked()
+
+    def _checked(self) -> str:
+        """The module's source, with every output PTL refuses a reported ``TODO``."""
+        self.problems += self.w.compile_checked(self.file)
         return self.w.getvalue()
 
 
@@ -1054,49 +1057,13 @@ def _has_blocks(file: TemplateFile, engine: Any) -> bool:
     return bool(nodes.get_nodes_by_type(BlockNode) or nodes.get_nodes_by_type(ExtendsNode))
 
 
-def _compiled(converter: _Converter, source: str) -> str:
-    """*source*, with every output PTL refuses to compile made a reported ``TODO``.
-
-    Django puts a value anywhere in the text; PTL refuses one where no value may go
-    (inside a tag's name, say), and the compiler says where.
-    """
-    from ptl_wsgi.compiler import compile_ptl
-
-    for _ in range(100):
-        try:
-            compile_ptl(source, converter.file.ptl_name)
-            return source
-        except SyntaxError as exc:
-            lines = source.split("\n")
-            index = (exc.lineno or 0) - 1
-            if not 0 <= index < len(lines) or "no value may go" not in str(exc.msg):
-                raise
-            line = lines[index]
-            template_line = next(
-                (n for code, n in converter.value_lines.items() if code in line), 0
-            )
-            problem = Problem(
-                converter.file.name, template_line, "{{ output }}", f"PTL refuses it: {exc.msg}"
-            )
-            converter.problems.append(problem)
-            indent = line[: len(line) - len(line.lstrip())]
-            lines[index] = indent + f"TODO({string_literal(str(problem))})"
-            source = "\n".join(lines)
-            if not re.search(r"^from ptl_wsgi\.idioms import .*\bTODO\b", source, re.M):
-                first_import = f"from ptl_wsgi.filters import django as {_DJ}\n"
-                source = source.replace(
-                    first_import, first_import + "from ptl_wsgi.idioms import TODO\n", 1
-                )
-    return source
-
-
 def convert_file(file: TemplateFile, job: Job) -> Converted:
     """Convert one Django template of *job* into PTL source and its problems."""
     engine = configure(getattr(job, "settings", None))
     with open(file.source_path, encoding="utf-8") as f:
         source = f.read()
     converter = _Converter(file, job, engine)
-    return Converted(_compiled(converter, converter.convert(source)), converter.problems)
+    return Converted(converter.convert(source), converter.problems)
 
 
 def convert_source(source: str, name: str = "template.html", job: Job | None = None) -> Converted:
@@ -1105,4 +1072,4 @@ def convert_source(source: str, name: str = "template.html", job: Job | None = N
     file = job.files.setdefault(name, TemplateFile(name, name, name))
     engine = configure(getattr(job, "settings", None))
     converter = _Converter(file, job, engine)
-    return Converted(_compiled(converter, converter.convert(source)), converter.problems)
+    return Converted(converter.convert(source), converter.problems)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -183,6 +184,7 @@ class _Method:
     scopes: list[_Scope]
     preamble: dict[str, str] = field(default_factory=dict)  # python name -> code
     block: str | None = None  # the Jinja2 block it is, for super()
+    owner: tuple[str, str] | None = None  # ("block" or "macro", its name), for comments
     scoped: bool = False  # a scoped block: names come from the caller's scope first
 
 
@@ -232,19 +234,41 @@ class _Converter:
 
     # -- comments ----------------------------------------------------------------------
 
-    def _comments(self, source: str) -> list[tuple[int, str]]:
-        found = []
-        try:
-            for line, kind, value in self.env.lex(source):
-                if kind == "comment":
-                    found.append((line, value.strip()))
-        except jinja2.TemplateSyntaxError:
-            pass
+    def _comments(self, source: str) -> list[tuple[int, str, tuple[str, str] | None]]:
+        """The comments, each with its line and the block or macro it stands in (if any)."""
+        found: list[tuple[int, str, tuple[str, str] | None]] = []
+        open_: list[tuple[str, str] | None] = []  # the block-like tags around, innermost last
+        tokens = [t for t in self._tokens(source) if t[1] != "whitespace"]
+        for i, (line, kind, value) in enumerate(tokens):
+            if kind == "comment":
+                owner = next((o for o in reversed(open_) if o is not None), None)
+                found.append((line, value.strip(), owner))
+            elif kind == "name" and i and tokens[i - 1][1] == "block_begin":
+                if value in ("block", "macro"):
+                    name = tokens[i + 1][2] if i + 1 < len(tokens) else ""
+                    # Only top-level macros are methods; a macro in a block is in its method.
+                    nested = value == "macro" and any(o is not None for o in open_)
+                    open_.append(None if nested else (value, name))
+                elif value in ("endblock", "endmacro") and open_:
+                    open_.pop()
         return found
 
+    def _tokens(self, source: str) -> Iterator[tuple[int, str, str]]:
+        try:
+            yield from self.env.lex(source)
+        except jinja2.TemplateSyntaxError:
+            return
+
     def comments_before(self, line: int) -> None:
-        while self.comments and self.comments[0][0] <= line:
-            self.w.comment(self.comments.pop(0)[1])
+        """Write the comments of the method being written that stand before *line*."""
+        owner = self.method.owner if self.method is not None else None
+        kept = []
+        for comment in self.comments:
+            if comment[2] == owner and comment[0] <= line:
+                self.w.comment(comment[1])
+            else:
+                kept.append(comment)
+        self.comments = kept
 
     # -- names -------------------------------------------------------------------------
 
@@ -385,14 +409,25 @@ class _Converter:
         for node in body:
             self._collect_imports(node)
         base = f"{parent}.Template" if parent else self.idiom("Layout")
+        if extends and parent:
+            # A child's text outside its blocks is not shown: its comments head the module.
+            for _, text, owner in list(self.comments):
+                if owner is None:
+                    w.header(text)
+            self.comments = [c for c in self.comments if c[2] is not None]
         self._reads: dict[str, int] = {}
         self._top = False
         with w.block(f"class Template({base}):"):
             if extends and parent:
-                # A child's top level: only its assignments count (its blocks are methods).
-                sets = [n for n in body if isinstance(n, (nodes.Assign, nodes.AssignBlock))]
-                if sets:
-                    self._write_method("page", [], sets, top=True, child=True)
+                # A child's top level: what stands before {% extends %} is output, as in
+                # Jinja2; after it, only assignments count (its blocks are methods).
+                first = body.index(extends[0])
+                before = [n for n in body[:first] if not isinstance(n, nodes.Macro)]
+                sets: list[nodes.Node] = [
+                    n for n in body[first:] if isinstance(n, (nodes.Assign, nodes.AssignBlock))
+                ]
+                if before or sets:
+                    self._write_method("page", [], before + sets, top=True, child=True)
             elif extends:
                 with w.block(f"def page [{self.kind}] (self):"):
                     w.todo(self.problems[0])
@@ -408,8 +443,9 @@ class _Converter:
         w.blank(2)
         with w.block(f"def render [{self.kind}] (**context):"):
             w.value("Template(**context).page()", result=True)
-        for _, text in self.comments:  # after the last statement
+        for _, text, _owner in self.comments:  # after the last statement
             w.comment(text)
+        self.problems += w.compile_checked(self.file)
         return Converted(w.getvalue(), self.problems)
 
     def _method_name(self, name: str, taken: set[str], suffix: str) -> str:
@@ -441,18 +477,24 @@ class _Converter:
         return found
 
     def _collect_imports(self, node: nodes.Node) -> None:
+        if not isinstance(node, (nodes.Import, nodes.FromImport)):
+            return
+        name = node.template.value if isinstance(node.template, nodes.Const) else None
+        construct = "import" if isinstance(node, nodes.Import) else "from import"
+        alias = self.module(node, name, construct)
+        if alias is None:
+            return
+        # Without context (the default), an imported template sees the globals only.
+        context = (
+            "self.context" if node.with_context else f"{self.jinja}.globals_only(self.context)"
+        )
+        module = f"{self.jinja}.imported({alias}.Template(**{context}))"
         if isinstance(node, nodes.Import):
-            name = node.template.value if isinstance(node.template, nodes.Const) else None
-            alias = self.module(node, name, "import")
-            if alias is not None:
-                self.imports[node.target] = f"{alias}.Template(**self.context)"
-        elif isinstance(node, nodes.FromImport):
-            name = node.template.value if isinstance(node.template, nodes.Const) else None
-            alias = self.module(node, name, "from import")
-            if alias is not None:
-                for item in node.names:
-                    imported, bound = item if isinstance(item, tuple) else (item, item)
-                    self.imports[bound] = f"{alias}.Template(**self.context).{imported}"
+            self.imports[node.target] = module
+            return
+        for item in node.names:
+            imported, bound = item if isinstance(item, tuple) else (item, item)
+            self.imports[bound] = f"{module}.{imported}"
 
     # -- methods -----------------------------------------------------------------------
 
@@ -471,7 +513,10 @@ class _Converter:
         w = self.w
         head = ", ".join(["self", *params])
         outer, outer_top, outer_reads = self.method, self._top, self._reads
-        self.method = _Method(name, [_Scope()], block=block, scoped=scoped)
+        owner = ("macro", macro.name) if macro is not None else None
+        if block is not None:
+            owner = ("block", next(b for b, m in self.blocks.items() if m == block))
+        self.method = _Method(name, [_Scope()], block=block, scoped=scoped, owner=owner)
         self._top = top
         self._count_reads(body)
         if macro is not None:
@@ -484,6 +529,7 @@ class _Converter:
             if macro is not None:
                 self._macro_defaults(macro)
             self.statements(body)
+            self.comments_before(sys.maxsize)  # the rest of its comments, at its end
             if child:
                 w.value("super().page()", result=True)
             preamble = [f"{python} = {code}" for python, code in self.method.preamble.items()]
@@ -560,6 +606,7 @@ class _Converter:
     def statements(self, body: Sequence[nodes.Node]) -> None:
         for node in body:
             self.comments_before(node.lineno)
+            self.w.origin = node.lineno
             self.statement(node)
 
     def statement(self, node: nodes.Node) -> None:
@@ -576,7 +623,7 @@ class _Converter:
             elif isinstance(child, nodes.Const):
                 self.w.text(self._escape_constant(child.value))
             else:
-                self.w.value(self.output(child))
+                self.w.value(self.output(child), result=self._is_result(child))
 
     def _escape_constant(self, value: Any) -> str:
         text = str(value)
@@ -585,6 +632,21 @@ class _Converter:
         import markupsafe
 
         return str(markupsafe.escape(text))
+
+    def _is_result(self, node: nodes.Node) -> bool:
+        """Whether *node* is a call of a block or macro here (markup, never None)."""
+        if not isinstance(node, nodes.Call) or self.autoescape[-1] != self.html:
+            return False
+        callee = node.node
+        if isinstance(callee, nodes.Name):
+            return callee.name in ("super", "caller") or (
+                callee.name in self.macros and not self._bound(callee.name)
+            )
+        return (
+            isinstance(callee, nodes.Getattr)
+            and isinstance(callee.node, nodes.Name)
+            and (callee.node.name == "self" or callee.node.name in self.imports)
+        )
 
     def output(self, node: nodes.Expr) -> str:
         """A value output here, escaped as the original's ``{{ }}`` escaped it."""
@@ -631,7 +693,7 @@ class _Converter:
         else:
             # A name computed at render time: looked up then, among the converted names.
             context = self._include_context(node)
-            call = f"{self.idiom('include')}(__name__, {self.expr(template, text=False)}, {context}"
+            call = f"{self.jinja}.include(__name__, {self.expr(template, text=False)}, {context}"
             call += ", ignore_missing=True)" if node.ignore_missing else ")"
             if self.html:
                 call = f"{self.jinja}.safe({call})"  # (an escaping original's text is markup)
@@ -976,7 +1038,7 @@ class _Converter:
         return f"{self.jinja}.safe({inner})" if self.autoescape[-1] else inner
 
     def expr_Filter(self, node: nodes.Filter, text: bool) -> str:
-        return self.filter(node, self.expr(node.node))
+        return self.filter(node, self._items([node.node])[0])
 
     def expr_Test(self, node: nodes.Test, text: bool) -> str:
         value = self.expr(node.node, text=False)
@@ -1001,6 +1063,9 @@ class _Converter:
         )
 
     def filter(self, node: nodes.Filter, value: str) -> str:
+        """*value* through the filter *node*, and first through the filters it chains to."""
+        if isinstance(node.node, nodes.Filter) and _block_filter(node.node):
+            value = self.filter(node.node, value)  # {% filter a|b %}: a, then b
         name = node.name
         args = [value, *self._arguments(node)]
         from ptl_wsgi.filters.jinja2 import FILTERS
@@ -1146,3 +1211,11 @@ def _bare(expression: str) -> str:
     except SyntaxError:
         return expression
     return inner if same else expression
+
+
+def _block_filter(node: nodes.Filter) -> bool:
+    """Whether *node* is a filter block's chain (its innermost filter has no value)."""
+    inner: nodes.Node | None = node
+    while isinstance(inner, nodes.Filter):
+        inner = inner.node
+    return inner is None
