@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from ptl_helpers import subprocess_env, write_files
 
 from ptl_wsgi.contrib.django import PTLTemplates
+from ptl_wsgi.loader import Loader
 from ptl_wsgi.tools.converting import Job, collect
 from ptl_wsgi.tools.from_django import convert_file
 
@@ -427,3 +428,38 @@ def test_translations_come_from_djangos_catalogs(language: str, tmp_path: Path) 
         src, dest, _ = convert(case, tmp_path / "again")
         [(theirs, _)] = render_both(case, src, dest)
     assert "Yes" not in theirs  # translated: the comparison is not of English alone
+
+
+TEXT_TEMPLATES = {
+    "main.txt": "{% extends 'base.txt' %}{% block body %}Hi {{ name }} & {{ name|linebreaks }}"
+    "{% include 'sig.txt' %}{% endblock %}",
+    "base.txt": "Subject: {{ subject }}\n{% block body %}{% endblock %}\n",
+    "sig.txt": "-- {{ name|urlize }} {{ site }}",
+    "plain.txt": "{{ name }} {{ name|join:'<' }} {% autoescape on %}{{ name }}{% endautoescape %}",
+}
+
+
+def test_text_templates_with_autoescape_off_render_as_django_without_escaping(
+    tmp_path: Path,
+) -> None:
+    """``--autoescape off``: [plain] templates, and filters and includes that do not escape."""
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    write_files(src, TEXT_TEMPLATES)
+    files = collect(str(src), str(dest))
+    job = Job("django", autoescape="off", files={f.name: f for f in files})
+    for file in files:
+        result = convert_file(file, job)
+        assert not result.problems
+        assert "def render [plain]" in result.source
+        Path(file.dest_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(file.dest_path).write_text(result.source, encoding="utf-8")
+    django_engine = Engine(dirs=[str(src)], autoescape=False)
+    loader = Loader([str(dest)])
+    context = {"name": "<Ann & www.example.com>", "subject": "R&D <news>", "site": "a&b"}
+    for name in ("main", "plain"):
+        theirs = django_engine.get_template(f"{name}.txt").render(
+            Context(context, autoescape=False)
+        )
+        ours = loader.render(f"{name}.ptl", context)
+        assert str(ours) == theirs
+    assert "Subject: R&D <news>" in theirs  # nothing escaped, as in a mail

@@ -498,6 +498,8 @@ class _Converter:
         return "" if self.autoescape is None else f", autoescape={self.autoescape}"
 
     def show(self, code: str) -> str:
+        if self.autoescape and not self.html:  # {% autoescape on %} in a text template
+            return f"{_DJ}.escape({_DJ}.show({code}, autoescape=True))"
         return f"{_DJ}.show({code}{self._escape_argument()})"
 
     def call_template(self, code: str, node: Any) -> None:
@@ -960,7 +962,9 @@ class _Converter:
         """The names a function may not give the template's values: the module's own."""
         return set(_GENERATED) | self.module_names
 
-    def function(self, head: str, context: str, nodes: Any, method: str | None = None) -> None:
+    def function(
+        self, head: str, context: str, nodes: Any, method: str | None = None, render: bool = False
+    ) -> None:
         """A template function: its prologue binds the context names its body uses."""
         # A dry run finds the names the body takes from the context, and its states.
         dry = _Converter(self.file, self.job, self.engine)
@@ -980,7 +984,15 @@ class _Converter:
                 self.w.line(f"{ident} = {context}.get({string_literal(name)}, {undefined})")
             for line in dry.cycle_lines:
                 self.w.line(line)
-            self.nodelist(nodes)
+            if render and not self.html:
+                with self._unescaped():
+                    self.nodelist(nodes)
+            else:
+                self.nodelist(nodes)
+
+    def _unescaped(self) -> Any:
+        """The render of a text template: Django's engine did not escape (``autoescape off``)."""
+        return self.w.block(f"with {_DJ}.autoescaping(False):")
 
     def convert(self, source: str) -> str:
         from django.template import TemplateSyntaxError
@@ -1000,7 +1012,7 @@ class _Converter:
         extends = next((n for n in nodes if isinstance(n, ExtendsNode)), None)
         blocks = nodes.get_nodes_by_type(BlockNode)
         if extends is None and not blocks:
-            self.function(f"def render {self.kind} (**context):", "context", nodes)
+            self.function(f"def render {self.kind} (**context):", "context", nodes, render=True)
             return self._checked()
         name = class_name(self.file.name)
         self.module_names.add(name)
@@ -1035,7 +1047,11 @@ class _Converter:
         with self.w.block(f"def render {self.kind} (**context):"):
             if extends is not None:  # Django outputs the text before {% extends %} too
                 self.nodelist(nodes[: nodes.index(extends)])
-            self.w.value(f"{name}(**context).page()", result=True)
+            if self.html:
+                self.w.value(f"{name}(**context).page()", result=True)
+            else:
+                with self._unescaped():
+                    self.w.value(f"{name}(**context).page()", result=True)
         return self._checked()
 
     def _checked(self) -> str:
