@@ -58,6 +58,7 @@ _GENERATED = {
     "TODO",
 }
 _CONSTANTS = {"True": "True", "False": "False", "None": "None"}
+_LOOP = {"counter", "counter0", "revcounter", "revcounter0", "first", "last"}
 _TEMPLATE_TAGS = {
     "openblock": "{%",
     "closeblock": "%}",
@@ -379,6 +380,8 @@ class _Converter:
                 bits = ", ".join(map(self.literal, rest))
                 return f"{_DJ}.var({base}, {bits}{self._missing(missing)})"
         ident = self.fn.lookup(first)
+        if first == "forloop" and self.fn.bound(first) and len(rest) == 1 and rest[0] in _LOOP:
+            return f"{ident}.{rest[0]}"  # our own loop's: plain attributes
         args = "".join(", " + self.literal(bit) for bit in rest)
         return f"{_DJ}.var({ident}{args}{self._missing(missing)})"
 
