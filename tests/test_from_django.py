@@ -465,3 +465,49 @@ def test_text_templates_with_autoescape_off_render_as_django_without_escaping(
         assert str(ours) == theirs
         pages.append(theirs)
     assert pages[0].startswith("Subject: R&D <news>\nHi <Ann & www.example.com>")  # as in a mail
+
+
+def test_templates_of_other_folders_are_found_as_the_engine_finds_them(tmp_path: Path) -> None:
+    """An app's templates extend and include the project's, converted on their own."""
+    write_files(
+        tmp_path,
+        {
+            "project/base.html": "<title>{% block title %}Site{% endblock %}</title>"
+            "{% block body %}{% endblock %}",
+            "project/partials/nav.html": "<nav>{{ user }}</nav>",
+            "app/polls/page.html": "{% extends 'base.html' %}{% block title %}Polls | "
+            "{{ block.super }}{% endblock %}{% block body %}{% include 'partials/nav.html' %}"
+            "{% include 'polls/none.html' %}{% endblock %}",
+        },
+    )
+    for folder in ("project", "app"):
+        files = collect(str(tmp_path / folder), str(tmp_path / "ptl" / folder))
+        job = Job("django", files={f.name: f for f in files})
+        for file in files:
+            result = convert_file(file, job)
+            assert result.problems == []  # names outside the folder are the engine's to find
+            Path(file.dest_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(file.dest_path).write_text(result.source, encoding="utf-8")
+    django_engine = Engine(dirs=[str(tmp_path / "app"), str(tmp_path / "project")])
+    loader = Loader([tmp_path / "ptl" / "app", tmp_path / "ptl" / "project"])
+    context = {"user": "<Ann>"}
+    from django.template import TemplateDoesNotExist
+
+    with pytest.raises(TemplateDoesNotExist):
+        django_engine.get_template("polls/page.html").render(Context(context))
+    with pytest.raises(TemplateDoesNotExist, match=r"polls/none\.ptl"):
+        loader.render("polls/page.ptl", context)
+    (tmp_path / "project" / "polls").mkdir()
+    (tmp_path / "project" / "polls" / "none.html").write_text("!", encoding="utf-8")
+    (tmp_path / "ptl" / "project" / "polls").mkdir()
+    (tmp_path / "ptl" / "project" / "polls" / "none.ptl").write_text(
+        "def render [html] (**context):\n    '!'\n", encoding="utf-8"
+    )
+    django_engine = Engine(dirs=[str(tmp_path / "app"), str(tmp_path / "project")])  # uncached
+    theirs = django_engine.get_template("polls/page.html").render(Context(context))
+    ours = str(
+        Loader([tmp_path / "ptl" / "app", tmp_path / "ptl" / "project"]).render(
+            "polls/page.ptl", context
+        )
+    )
+    assert ours == theirs == "<title>Polls | Site</title><nav>&lt;Ann&gt;</nav>!"

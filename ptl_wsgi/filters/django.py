@@ -553,7 +553,8 @@ def include(module_name: str, name: Any, context: Mapping[str, Any]) -> Any:
 
     *name* is the original's name (``"polls/row.html"``), or a list of names of which
     the first that exists is used, as Django's ``select_template``; *module_name* is
-    the including module's ``__name__``, whose loader finds the converted file.
+    the including module's ``__name__``, whose loader finds the converted file.  None
+    existing is Django's ``TemplateDoesNotExist``.
     """
     from ptl_wsgi.loader import TemplateNotFound, loader_for
 
@@ -569,7 +570,9 @@ def include(module_name: str, name: Any, context: Mapping[str, Any]) -> Any:
             tried += exc.tried
             continue
         return template(**context)
-    raise TemplateNotFound(", ".join(map(converted_name, names)), tried)
+    from django.template import TemplateDoesNotExist
+
+    raise TemplateDoesNotExist(", ".join(map(converted_name, names)) + f" (looked in {tried})")
 
 
 def scoped(layout: _L, values: Mapping[str, Any]) -> _L:

@@ -916,7 +916,8 @@ class _Converter:
             context = "{" + ", ".join(f"{string_literal(k)}: {v}" for k, v in values.items()) + "}"
         else:
             context = self.context_dict(values)
-        if self._computed_name(node.template):
+        if self._computed_name(node.template) or self.job.resolve(str(node.template.var)) is None:
+            # Named at render, or held by another template folder: found by the loader then.
             name = self.filtered(node.template, node=node)
             self.call_template(f"{_DJ}.include(__name__, {name}, {context})", node)
             return
@@ -929,15 +930,22 @@ class _Converter:
 
         return isinstance(fe.var, Variable) or bool(fe.filters) or not isinstance(fe.var, str)
 
+    def _target(self, name: str) -> TemplateFile:
+        """The template *name* of the tree; outside SRC, the one its converted name will be.
+
+        Django's template folders are one namespace, and so are the PTL engine's: a
+        template another folder holds (the project's ``base.html``) is imported under
+        its converted name, from wherever the engine finds it once that folder is
+        converted too.
+        """
+        return self.job.resolve(name) or TemplateFile(name.lstrip("/"), "", "")
+
     def template_module(self, fe: Any, node: Any, construct: str) -> str | None:
         """The name of the converted module of the template *fe* names."""
         if self._computed_name(fe):
             self.todo(node, construct, "a template name computed at run time")
             return None
-        target = self.job.resolve(str(fe.var))
-        if target is None:
-            self.todo(node, construct, f"{str(fe.var)!r} is not among the converted templates")
-            return None
+        target = self._target(str(fe.var))
         stem = target.ptl_name.rsplit("/", 1)[-1][: -len(".ptl")]
         alias = _identifier(stem) + "_ptl"  # apart from the template's values: row_ptl.render()
         statement = self.job.import_code(self.file, target, alias)
@@ -1023,7 +1031,7 @@ class _Converter:
         plain_parent = None  # the parent's module, when the parent has no blocks
         if extends is not None:
             module = self.template_module(extends.parent_name, extends, "{% extends %}")
-            target = self.job.resolve(str(extends.parent_name.var)) if module else None
+            target = self._target(str(extends.parent_name.var)) if module else None
             if target is not None and _has_blocks(target, self.engine):
                 base = f"{module}.{class_name(target.name)}"
             else:
