@@ -511,3 +511,59 @@ def test_templates_of_other_folders_are_found_as_the_engine_finds_them(tmp_path:
         )
     )
     assert ours == theirs == "<title>Polls | Site</title><nav>&lt;Ann&gt;</nav>!"
+
+
+# -- generated templates -----------------------------------------------------------------------
+
+_NAMES = st.sampled_from(["a", "b", "items", "d", "missing"])
+_FILTERS = st.sampled_from(
+    ["upper", "length", "default:'-'", "join:','", "first", "last", "yesno", "add:1",
+     "default_if_none:'n'", "slice:':2'", "escape", "safe", "title", "pluralize", "floatformat"]
+)  # fmt: skip
+_EXPRESSIONS = st.builds(
+    lambda name, path, filters: name + path + "".join("|" + f for f in filters),
+    _NAMES,
+    st.sampled_from(["", ".0", ".k", ".items", ".upper"]),
+    st.lists(_FILTERS, max_size=2),
+)
+_CONDITIONS = st.one_of(
+    _EXPRESSIONS,
+    st.builds(
+        lambda a, op, b: f"{a} {op} {b}",
+        _EXPRESSIONS,
+        st.sampled_from(["==", "!=", "<", ">=", "in", "not in", "and", "or", "is"]),
+        st.one_of(_EXPRESSIONS, st.sampled_from(["1", "'x'", "None"])),
+    ),
+    st.builds(lambda e: "not " + e, _EXPRESSIONS),
+)
+
+
+def _templates(depth: int) -> st.SearchStrategy[str]:
+    text = st.text(alphabet=st.sampled_from("ab &>'\"\n"), max_size=4)
+    leaf = st.one_of(text, st.builds(lambda e: "{{ " + e + " }}", _EXPRESSIONS))
+    if depth == 0:
+        return leaf
+    inner = st.lists(_templates(depth - 1), max_size=3).map("".join)
+    return st.one_of(
+        leaf,
+        st.builds(lambda c, x, y: f"{{% if {c} %}}{x}{{% else %}}{y}{{% endif %}}", _CONDITIONS, inner, inner),
+        st.builds(lambda e, x, y: f"{{% for v in {e} %}}{{{{ v }}}}{{{{ forloop.counter }}}}{x}{{% empty %}}{y}{{% endfor %}}", _EXPRESSIONS, inner, inner),
+        st.builds(lambda e, x: f"{{% with w={e} %}}{{{{ w }}}}{x}{{% endwith %}}", _EXPRESSIONS, inner),
+    )  # fmt: skip
+
+
+GENERATED_CONTEXTS = [
+    {"a": "x&<y>", "b": 2, "items": ["p", "<q>"], "d": {"k": "v&", "items": 3}},
+    {"a": "", "b": None, "items": [], "d": {}},
+    {"a": 0, "b": "x", "items": "ab", "d": {"k": None}},
+]
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=st.lists(_templates(2), min_size=1, max_size=3).map("".join))
+def test_generated_templates_render_as_django(
+    tmp_path_factory: pytest.TempPathFactory, source: str
+) -> None:
+    case = Case("generated", {"main.html": source}, GENERATED_CONTEXTS)
+    result, detail = outcome(case, tmp_path_factory.mktemp("generated"))
+    assert result == "identical", (source, detail)

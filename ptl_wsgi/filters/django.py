@@ -50,6 +50,7 @@ __all__ = [
     "library_filter",
     "scoped",
     "static_prefix",
+    "false_on_error",
     "firstof",
     "include",
     "for_values",
@@ -339,6 +340,17 @@ def compare(left: Any, operator: str, right: Any) -> bool:
     except Exception:
         return False
     raise ValueError(f"not a comparison of Django's if: {operator!r}")
+
+
+def false_on_error(test: Callable[[], Any]) -> Any:
+    """An operator of ``{% if %}`` whose operands have filters: false if working it out raises.
+
+    As Django's ``{% if not items|first %}`` is false where ``first`` fails.
+    """
+    try:
+        return test()
+    except Exception:
+        return False
 
 
 def for_values(values: Any, reverse: bool = False, unpack: int = 1) -> Sequence[Any]:

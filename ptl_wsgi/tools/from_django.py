@@ -484,12 +484,19 @@ class _Converter:
         if isinstance(cond, TemplateLiteral):
             return self.filtered(cond.value, missing="None")
         op = cond.id
+        operands = [cond.first] if op == "not" else [cond.first, cond.second]
         if op == "not":
-            return f"not {self._operand(cond.first)}"
-        left, right = self._operand(cond.first), self._operand(cond.second)
-        if op in ("or", "and", "is", "is not", "==", "!="):
-            return f"{left} {op} {right}"
-        return f"{_DJ}.compare({left}, {op!r}, {right})"
+            code = f"not {self._operand(cond.first)}"
+        else:
+            left, right = self._operand(cond.first), self._operand(cond.second)
+            if op in ("or", "and", "is", "is not", "==", "!="):
+                code = f"{left} {op} {right}"
+            else:
+                code = f"{_DJ}.compare({left}, {op!r}, {right})"
+        if any(isinstance(o, TemplateLiteral) and o.value.filters for o in operands):
+            # Django's operators are false where working them out raises (a filter's error).
+            code = f"{_DJ}.false_on_error(lambda: {code})"
+        return code
 
     def _operand(self, cond: Any) -> str:
         from django.template.defaulttags import TemplateLiteral
