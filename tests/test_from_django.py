@@ -546,10 +546,25 @@ def _templates(depth: int) -> st.SearchStrategy[str]:
     inner = st.lists(_templates(depth - 1), max_size=3).map("".join)
     return st.one_of(
         leaf,
-        st.builds(lambda c, x, y: f"{{% if {c} %}}{x}{{% else %}}{y}{{% endif %}}", _CONDITIONS, inner, inner),
-        st.builds(lambda e, x, y: f"{{% for v in {e} %}}{{{{ v }}}}{{{{ forloop.counter }}}}{x}{{% empty %}}{y}{{% endfor %}}", _EXPRESSIONS, inner, inner),
-        st.builds(lambda e, x: f"{{% with w={e} %}}{{{{ w }}}}{x}{{% endwith %}}", _EXPRESSIONS, inner),
+        st.builds(_if_tag, _CONDITIONS, inner, inner),
+        st.builds(_for_tag, _EXPRESSIONS, inner, inner),
+        st.builds(_with_tag, _EXPRESSIONS, inner),
+    )
+
+
+def _if_tag(condition: str, body: str, orelse: str) -> str:
+    return "{% if " + condition + " %}" + body + "{% else %}" + orelse + "{% endif %}"
+
+
+def _for_tag(values: str, body: str, empty: str) -> str:
+    return (
+        "{% for v in " + values + " %}{{ v }}{{ forloop.counter }}" + body
+        + "{% empty %}" + empty + "{% endfor %}"
     )  # fmt: skip
+
+
+def _with_tag(value: str, body: str) -> str:
+    return "{% with w=" + value + " %}{{ w }}" + body + "{% endwith %}"
 
 
 GENERATED_CONTEXTS = [
