@@ -539,8 +539,20 @@ _CONDITIONS = st.one_of(
 
 
 def _templates(depth: int) -> st.SearchStrategy[str]:
-    text = st.text(alphabet=st.sampled_from("ab &>'\"\n"), max_size=4)
-    leaf = st.one_of(text, st.builds(lambda e: "{{ " + e + " }}", _EXPRESSIONS))
+    text = st.one_of(
+        st.text(alphabet=st.sampled_from("ab &>'\"\n"), max_size=4),
+        st.sampled_from(["<b>", "</b>", "<p title='x'>", "</p>", "<br>"]),
+    )
+    leaf = st.one_of(
+        text,
+        st.builds(lambda e: "{{ " + e + " }}", _EXPRESSIONS),
+        st.builds(lambda e: '<i title="{{ ' + e + ' }}">', _EXPRESSIONS),
+        st.builds(lambda a, b: "{% firstof " + a + " " + b + " %}", _EXPRESSIONS, _EXPRESSIONS),
+        st.just("{% cycle 'odd' 'even' %}"),
+        st.builds(
+            lambda e: "{% ifchanged " + e + " %}c{% else %}s{% endifchanged %}", _EXPRESSIONS
+        ),
+    )
     if depth == 0:
         return leaf
     inner = st.lists(_templates(depth - 1), max_size=3).map("".join)
@@ -549,7 +561,11 @@ def _templates(depth: int) -> st.SearchStrategy[str]:
         st.builds(_if_tag, _CONDITIONS, inner, inner),
         st.builds(_for_tag, _EXPRESSIONS, inner, inner),
         st.builds(_with_tag, _EXPRESSIONS, inner),
-    )
+        st.builds(lambda f, x: "{% filter " + f + " %}" + x + "{% endfilter %}",
+                  st.sampled_from(["upper", "lower|capfirst", "force_escape"]), inner),
+        st.builds(lambda x: "{% spaceless %}" + x + "{% endspaceless %}", inner),
+        st.builds(lambda x: "{% autoescape off %}" + x + "{% endautoescape %}", inner),
+    )  # fmt: skip
 
 
 def _if_tag(condition: str, body: str, orelse: str) -> str:

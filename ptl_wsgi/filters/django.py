@@ -51,7 +51,6 @@ __all__ = [
     "scoped",
     "static_prefix",
     "false_on_error",
-    "firstof",
     "include",
     "for_values",
     "lorem",
@@ -374,11 +373,6 @@ def for_values(values: Any, reverse: bool = False, unpack: int = 1) -> Sequence[
             if found != unpack:
                 raise ValueError(f"Need {unpack} values to unpack in for loop; got {found}. ")
     return values  # type: ignore[no-any-return]
-
-
-def firstof(*values: Any) -> Any:
-    """``{% firstof %}``: the first true value, else ``""``."""
-    return next((value for value in values if value), "")
 
 
 def csrf_token(token: Any) -> Any:

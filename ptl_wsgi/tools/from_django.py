@@ -744,8 +744,10 @@ class _Converter:
         self._output_raw_or_assign(node.asvar, code, node)
 
     def node_FirstOfNode(self, node: Any) -> None:
-        values = ", ".join(self.filtered(v, missing="None", node=node) for v in node.vars)
-        self._output_or_assign(node.asvar, f"{_DJ}.firstof({values})", node)
+        # The first true value, the later ones not worked out: Python's `or`, as Django's loop.
+        values = [self.filtered(v, missing="None", node=node) for v in node.vars]
+        code = " or ".join([*values, '""'])
+        self._output_or_assign(node.asvar, f"({code})" if len(values) else code, node)
 
     def node_CycleNode(self, node: Any) -> None:
         state = self._state(node, "cycle", "Cycle")
