@@ -229,6 +229,13 @@ CASES: list[Case] = [
         middle_html='{% extends "base.html" %}{% block header %}middle({{ block.super }}){% endblock %}',
     ),
     case(
+        "{% extends %} {% block %}",
+        "{% extends 'base.html' %}{% block b %}{% spaceless %}<b> {{ block.super }} </b>"
+        "{% endspaceless %}{% filter upper %}{{ block.super }}{% endfilter %}{% endblock %}",
+        values("v", ["<v>"]),
+        base_html="[{% block b %}<i> base {{ v }} </i>{% endblock %}]",
+    ),
+    case(
         "{% extends %} {% block %} in loops",
         '{% extends "loop.html" %}{% block item %}({{ x }}:{{ forloop.counter }}){% endblock %}',
         [{"items": ["a", "<b>"]}],

@@ -334,6 +334,8 @@ class _Converter:
         self.autoescape: bool | None = None
         self.block_method: str | None = None
         self.library_filters: dict[tuple[str, str], str] = {}
+        self.nested = 0  # depth of template functions nested in the one being written
+        self.class_name = ""
 
     # -- reporting -----------------------------------------------------------------------
 
@@ -373,7 +375,7 @@ class _Converter:
             return _CONSTANTS[first]
         if first == "block" and rest[:1] == ["super"] and self.block_method:
             if self.fn.bound("block") is None:
-                base = f"super().{self.block_method}()"
+                base = f"{self._super()}.{self.block_method}()"
                 rest = rest[1:]
                 if not rest:
                     return base
@@ -392,6 +394,10 @@ class _Converter:
         if code.startswith(prefix):
             return f"{_DJ}.argument(" + code[len(prefix) :]
         return code
+
+    def _super(self) -> str:
+        # super() names its class and instance in a function nested in a block's method.
+        return f"super({self.class_name}, self)" if self.nested else "super()"
 
     def _missing(self, missing: str | None) -> str:
         return "" if missing is None else f", missing={missing}"
@@ -564,7 +570,7 @@ class _Converter:
 
     def node_VariableNode(self, node: Any) -> None:
         code = self.filtered(node.filter_expression, node=node)
-        if code == f"super().{self.block_method}()":  # {{ block.super }}: markup already
+        if code == f"{self._super()}.{self.block_method}()":  # {{ block.super }}: markup
             self.value(code, node, result=True)
         else:
             self.value(self.show(code), node)
@@ -790,8 +796,12 @@ class _Converter:
     def inner_template(self, nodelist: Any, name: str) -> str:
         """A nested template rendering *nodelist*; the expression calling it."""
         ident = self.fn.fresh(name)
-        with self.w.block(f"def {ident} {self.kind} ():"):
-            self.nodelist(nodelist)
+        self.nested += 1
+        try:
+            with self.w.block(f"def {ident} {self.kind} ():"):
+                self.nodelist(nodelist)
+        finally:
+            self.nested -= 1
         return f"{ident}()"
 
     def node_IfChangedNode(self, node: Any) -> None:
@@ -991,6 +1001,7 @@ class _Converter:
         dry.module_names = set(self.module_names)
         dry.fn = _Function(self.taken(), context)
         dry.block_method = method
+        dry.class_name = self.class_name
         dry.nodelist(nodes)
         self.fn = _Function(self.taken(), context, dict(dry.fn.free))
         self.fn.cycles = dict(dry.fn.cycles)
@@ -1034,7 +1045,7 @@ class _Converter:
         if extends is None and not blocks:
             self.function(f"def render {self.kind} (**context):", "context", nodes, render=True)
             return self._checked()
-        name = class_name(self.file.name)
+        name = self.class_name = class_name(self.file.name)
         self.module_names.add(name)
         base = None
         plain_parent = None  # the parent's module, when the parent has no blocks
