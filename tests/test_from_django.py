@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import django
 import pytest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -232,6 +233,9 @@ def counts_table(tmp_path: Path) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.skipif(
+    django.VERSION[:2] != (5, 2), reason="the table counts renders with Django 5.2, the dev one"
+)
 @override_settings(ROOT_URLCONF=__name__, STATIC_URL="/static/", MEDIA_URL="/media/")
 def test_docs_counts_table_is_current(tmp_path: Path) -> None:
     text = DOC.read_text(encoding="utf-8")
