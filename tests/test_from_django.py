@@ -439,7 +439,7 @@ TEXT_TEMPLATES = {
     "{% include 'sig.txt' %}{% endblock %}",
     "base.txt": "Subject: {{ subject }}\n{% block body %}{% endblock %}\n",
     "sig.txt": "-- {{ name|urlize }} {{ site }}",
-    "plain.txt": "{{ name }} {{ name|join:'<' }} {% autoescape on %}{{ name }}{% endautoescape %}",
+    "plain.txt": "{{ name }} {{ name|join:'-' }} {% autoescape on %}{{ name }}{% endautoescape %}",
 }
 
 
