@@ -395,6 +395,30 @@ CASES: list[Case] = [
     case(
         "{% get_current_language %}", "{% load i18n %}{% get_current_language as lang %}{{ lang }}"
     ),
+    # -- branches inside a tag ---------------------------------------------------------------
+    case(
+        "`{% if %}` inside a tag",
+        '<select>{% for o in options %}<option value="{{ o }}"{% if o == chosen %} selected{% endif %}>'
+        "{{ o }}</option>{% endfor %}</select>"
+        '<form {% if files %}enctype="multipart/form-data" {% endif %}{% if url %}action="{{ url }}" '
+        '{% endif %}method="post" id="{{ id }}">{% csrf_token %}</form>',
+        [
+            {
+                "options": ["a", '"b" <c>'],
+                "chosen": '"b" <c>',
+                "files": 1,
+                "url": '/x?a=1&b="2"',
+                "id": "f",
+            },
+            {"options": [], "files": 0, "url": "", "id": '<"id">'},
+        ],
+    ),
+    case(
+        "`{% if %}` inside a tag",
+        '<a href="/x?{% if q %}q={{ q }}&amp;{% endif %}p=1">x</a>',
+        [{"q": "a b"}],
+        reported=True,
+    ),
     # -- where PTL escapes more than Django: by the place a value lands ------------------------
     case(
         "values in URLs, scripts and styles",

@@ -59,6 +59,8 @@ _GENERATED = {
 }
 _CONSTANTS = {"True": "True", "False": "False", "None": "None"}
 _LOOP = {"counter", "counter0", "revcounter", "revcounter0", "first", "last"}
+_BRANCHING = {"IfNode", "ForNode", "WithNode", "IfChangedNode", "AutoEscapeControlNode"}
+_TAG_MARKS = re.compile(r"<[A-Za-z/!?]|>")
 _TEMPLATE_TAGS = {
     "openblock": "{%",
     "closeblock": "%}",
@@ -335,6 +337,7 @@ class _Converter:
         self.block_method: str | None = None
         self.library_filters: dict[tuple[str, str], str] = {}
         self.nested = 0  # depth of template functions nested in the one being written
+        self.in_tag = False  # the text so far ends inside an HTML tag
         self.class_name = ""
 
     # -- reporting -----------------------------------------------------------------------
@@ -540,8 +543,49 @@ class _Converter:
     # -- nodes ---------------------------------------------------------------------------
 
     def nodelist(self, nodes: Any) -> None:
-        for node in nodes:
-            self.node(node)
+        nodes = list(nodes)
+        i = 0
+        while i < len(nodes):
+            node = nodes[i]
+            if self.in_tag and type(node).__name__ in _BRANCHING:
+                i = self.tag_part(nodes, i)
+            else:
+                self.node(node)
+                i += 1
+
+    def tag_part(self, nodes: list[Any], start: int) -> int:
+        """`<form{% if a %} x="1"{% endif %}{% if b %} y{% endif %}>`: the rest of the tag.
+
+        PTL follows the HTML through each branch, and a tag's attributes cannot end two
+        ways; so the nodes up to the tag's end make its middle as markup of their own,
+        written as text (where Django's escaping is PTL's too).  Returns the index of the
+        first node after them; the text from the tag's ``>`` on is output as text.
+        """
+        from django.template.base import TextNode
+
+        ident = self.fn.fresh("tag_part")
+        end, rest = start, ""
+        self.nested += 1
+        try:
+            with self.w.block(f"def {ident} {self.kind} ():"):
+                self.in_tag = False  # (the part is markup of its own, from text)
+                while end < len(nodes):
+                    node = nodes[end]
+                    if isinstance(node, TextNode) and ">" in node.s and end > start:
+                        head, _, tail = node.s.partition(">")
+                        self.w.text(head)
+                        rest = ">" + tail
+                        end += 1
+                        break
+                    self.node(node)
+                    end += 1
+        finally:
+            self.nested -= 1
+        self.value(f"{ident}()", nodes[start], result=True)
+        self.in_tag = not rest
+        if rest:
+            self.node_TextNode(TextNode(rest))
+        return end
 
     def node(self, node: Any) -> None:
         self.w.origin = self.line_of(node) or self.w.origin  # where output lines come from
@@ -560,6 +604,8 @@ class _Converter:
 
     def node_TextNode(self, node: Any) -> None:
         self.w.text(node.s)
+        for mark in _TAG_MARKS.finditer(node.s):  # inside a tag, between `<name` and `>`
+            self.in_tag = mark.group() != ">"
 
     def value(self, code: str, node: Any, result: bool = False) -> None:
         """Output *code*'s value, remembering the template line it came from.
@@ -1086,8 +1132,23 @@ class _Converter:
         return self._checked()
 
     def _checked(self) -> str:
-        """The module's source, with every output PTL refuses a reported ``TODO``."""
-        self.problems += self.w.compile_checked(self.file)
+        """The module's source, with every output PTL refuses a reported ``TODO``.
+
+        Where PTL refuses the module still (a branch that leaves the HTML elsewhere than
+        its other branches), the whole template is reported and its render a ``TODO``.
+        """
+        try:
+            self.problems += self.w.compile_checked(self.file)
+        except SyntaxError as exc:
+            problem = Problem(
+                self.file.name, self.w.origin or 1, "template", f"PTL refuses it: {exc.msg}"
+            )
+            self.problems.append(problem)
+            w = PTLWriter(reserved={_DJ})
+            w.header(f"Converted from the Django template {self.file.name} by ptl-wsgi convert.")
+            with w.block(f"def render {self.kind} (**context):"):
+                w.todo(problem)
+            return w.getvalue()
         return self.w.getvalue()
 
 
