@@ -551,6 +551,14 @@ def _templates(depth: int) -> st.SearchStrategy[str]:
         text,
         st.builds(lambda e: "{{ " + e + " }}", _EXPRESSIONS),
         st.builds(lambda e: '<i title="{{ ' + e + ' }}">', _EXPRESSIONS),
+        st.builds(
+            lambda c, e, x: (
+                "<i{% if " + c + ' %} title="{{ ' + e + ' }}"{% else %} lang=x{% endif %}' + x + ">"
+            ),
+            _CONDITIONS,
+            _EXPRESSIONS,
+            st.sampled_from(["", " class=c", "{% if a %} hidden{% endif %}"]),
+        ),
         st.builds(lambda a, b: "{% firstof " + a + " " + b + " %}", _EXPRESSIONS, _EXPRESSIONS),
         st.just("{% cycle 'odd' 'even' %}"),
         st.builds(
