@@ -15,9 +15,9 @@ as Django outputs it unescaped there.
 
 A variable that does not exist resolves to ``""`` (Django's default
 ``string_if_invalid``), or to ``None`` in the conditions of ``{% if %}`` and the
-other places Django resolves with ``ignore_failures``; the converted template's
-parameters default to :data:`ptl_wsgi.idioms.undefined` for the names the view may
-leave out.
+other places Django resolves with ``ignore_failures``; a converted template reads
+the names the view may leave out as :data:`ptl_wsgi.idioms.undefined`
+(``question = context.get("question", undefined)``).
 """
 
 from __future__ import annotations
@@ -36,32 +36,32 @@ from ptl_wsgi.idioms import Layout, LoopContext, Undefined, converted_name
 _L = TypeVar("_L", bound=Layout)
 
 __all__ = [
-    "argument",
-    "autoescaping",
     "BUILTIN_FILTERS",
     "Changed",
     "Cycle",
     "FilterFunction",
     "GroupedResult",
+    "argument",
+    "autoescaping",
+    "blocktranslate",
     "compare",
     "condition",
     "csrf_token",
     "current_language",
-    "library_filter",
-    "scoped",
-    "static_prefix",
     "false_on_error",
-    "include",
     "for_values",
+    "include",
+    "library_filter",
     "lorem",
     "now",
     "regroup",
+    "scoped",
     "show",
     "simple_tag",
     "spaceless",
     "static",
+    "static_prefix",
     "translate",
-    "blocktranslate",
     "url",
     "var",
     "widthratio",
