@@ -257,6 +257,12 @@ CASES: list[Case] = [
                      "{% block b %}B{{ v }}{% endblock %}after",
         "base.html": "<p>{% block b %}{% endblock %}</p>{{ v }}",
     }),
+    Case("extends and block", {
+        "page.html": "{% extends 'bare.html' if n == 1 else layout %}{% set v = 2 %}"
+                     "{% block b %}B{{ v }} {{ super() }}{% endblock %}",
+        "base.html": "<p>{% block b %}base{% endblock %}</p>{{ v }}",
+        "bare.html": "{% block b %}bare{% endblock %}",
+    }, extra={"layout": "base.html"}),
     Case("nested blocks", {
         "page.html": "{% extends 'base.html' %}{% block title %}Inner{% endblock %}",
         "base.html": "{% block header %}<h1>{% block title %}Base{% endblock %}</h1>{% endblock %}"
@@ -275,7 +281,7 @@ CASES: list[Case] = [
     Case("block scoped", {"page.html": "{% for item in items %}{% block row scoped %}{{ item }}"
                                        "{{ loop.index }}{% endblock %}{% endfor %}"}),
     Case("block scoped", {
-        "page.html": "{% extends 'base.html' %}{% block row %}[{{ item }} {{ name }}]{% endblock %}",
+        "page.html": "{% extends 'base.html' %}{% block row %}[{{ item }} {{ name }} {{ super() }}]{% endblock %}",
         "base.html": "{% for item in items %}{% block row scoped %}{{ item }}{% endblock %}{% endfor %}",
     }),
     # -- include, import, macros ------------------------------------------------------------

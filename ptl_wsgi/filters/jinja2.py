@@ -42,6 +42,7 @@ __all__ = [
     "default",
     "dictsort",
     "escape",
+    "extended",
     "filesizeformat",
     "first",
     "forceescape",
@@ -739,6 +740,26 @@ GLOBALS = ("url_for", "get_flashed_messages", "config", "request", "session", "g
 def globals_only(context: Mapping[str, Any]) -> dict[str, Any]:
     """The part of *context* an ``{% import %}`` without context sees: the globals."""
     return {name: context[name] for name in GLOBALS if name in context}
+
+
+def extended(page: Any, importer: str, names: Any) -> Any:
+    """``{% extends name %}`` with a name computed at render time: *page* over that template.
+
+    *page* is the converted child's instance (its blocks); the result is an instance of a
+    class deriving from the child's class and then from the named template's, so the
+    child's blocks fill the parent's page and ``super()`` reaches the parent's blocks.
+    *names* may be a list: the first existing template is taken.
+    """
+    loader = loader_for(importer)
+    candidates = [names] if isinstance(names, str) else list(names)
+    for name in candidates:
+        try:
+            module = loader.module(converted_name(str(name)))
+        except TemplateNotFound:
+            continue
+        both = type("Template", (type(page), module.Template), {})
+        return both(**page.context)
+    raise LookupError(f"none of the templates {candidates!r} exists")
 
 
 def imported(template: Any) -> Any:

@@ -50,7 +50,7 @@ IDIOMS = "ptl_wsgi.idioms"
 I18N = "ptl_wsgi.i18n"
 I18N_NAMES = ("_", "gettext", "ngettext", "pgettext", "npgettext")
 # Layout's own attributes: a block or macro of one of these names gets another.
-LAYOUT_NAMES = {"page", "get", "context"}
+LAYOUT_NAMES = {"page", "get", "context", "extends_name"}
 # Filters whose result depends on whether the template escapes.
 AUTOESCAPE_FILTERS = {"join", "replace"}
 BINARY_OPERATORS = {
@@ -383,6 +383,7 @@ class _Converter:
             if nested not in extends:
                 self.report(nested, "extends", "only a template's top level can extend another")
         parent = None
+        dynamic = None  # {% extends name %}: the class is made at render time
         if extends:
             if len(extends) > 1:
                 self.report(extends[1], "extends", "a template extends one template")
@@ -390,7 +391,7 @@ class _Converter:
                 extends[0].template.value if isinstance(extends[0].template, nodes.Const) else None
             )
             if name is None:
-                self.report(extends[0], "extends", "a template name computed at render time")
+                dynamic = extends[0].template
             else:
                 parent = self.module(extends[0], name, "extends")
         inherited = self._inherited_blocks(extends[0]) if extends else {}
@@ -418,7 +419,7 @@ class _Converter:
         self._reads: dict[str, int] = {}
         self._top = False
         with w.block(f"class Template({base}):"):
-            if extends and parent:
+            if extends and (parent or dynamic is not None):
                 # A child's top level: what stands before {% extends %} is output, as in
                 # Jinja2; after it, only assignments count (its blocks are methods).
                 first = body.index(extends[0])
@@ -434,6 +435,9 @@ class _Converter:
             else:
                 page = [n for n in body if not isinstance(n, nodes.Macro)]
                 self._write_method("page", [], page, top=True)
+            if dynamic is not None:
+                w.blank()
+                self._write_extends_name(dynamic)
             for block in all_blocks:
                 w.blank()
                 self._write_block(block)
@@ -442,11 +446,27 @@ class _Converter:
                 self._write_macro(macro, self.macros[macro.name], method=True)
         w.blank(2)
         with w.block(f"def render [{self.kind}] (**context):"):
-            w.value("Template(**context).page()", result=True)
+            if dynamic is None:
+                w.value("Template(**context).page()", result=True)
+            else:
+                # The blocks over the template named at render time, as Jinja2 does.
+                w.line("page = Template(**context)")
+                extended = f"{self.jinja}.extended(page, __name__, page.extends_name())"
+                w.value(f"{extended}.page()", result=True)
         for _, text, _owner in self.comments:  # after the last statement
             w.comment(text)
         self.problems += w.compile_checked(self.file)
         return Converted(w.getvalue(), self.problems)
+
+    def _write_extends_name(self, template: nodes.Expr) -> None:
+        """The method giving the name a ``{% extends name %}`` computes (in the context)."""
+        outer, self.method = self.method, _Method("extends_name", [_Scope()])
+        with self.w.block("def extends_name(self):"):
+            mark = self.w.mark()
+            self.w.line(f"return {self.expr(template, text=False)}")
+            preamble = [f"{python} = {code}" for python, code in self.method.preamble.items()]
+            self.w.insert(mark, preamble)
+        self.method = outer
 
     def _method_name(self, name: str, taken: set[str], suffix: str) -> str:
         python = self.python_name(name)
@@ -1118,7 +1138,7 @@ class _Converter:
             method = self.method
             if method is None or method.block is None:
                 return self.todo_value(node, "super()", "super() outside a block")
-            return f"super().{method.block}()"
+            return f"super().{method.block}({'**scope' if method.scoped else ''})"
         if (
             isinstance(callee, nodes.Name)
             and callee.name in I18N_NAMES
