@@ -959,7 +959,7 @@ class _Converter:
     # filter's value or argument, an operand, a macro's argument): plain str() then.
     _plain = False
 
-    def _items(self, items: Sequence[nodes.Node]) -> list[str]:
+    def _items(self, items: Sequence[nodes.Node | None]) -> list[str]:
         outer, self._plain = self._plain, True
         try:
             return [self.expr(item) for item in items]
@@ -1058,7 +1058,8 @@ class _Converter:
         return f"{self.jinja}.safe({inner})" if self.autoescape[-1] else inner
 
     def expr_Filter(self, node: nodes.Filter, text: bool) -> str:
-        return self.filter(node, self._items([node.node])[0])
+        value = self._items([node.node])[0] if node.node is not None else "None"
+        return self.filter(node, value)
 
     def expr_Test(self, node: nodes.Test, text: bool) -> str:
         value = self.expr(node.node, text=False)
