@@ -232,6 +232,9 @@ CASES: list[Case] = [
     Case("set", {"page.html": "{{ x }}{% set x = 5 %}{{ x }}", "x.html": ""}),
     Case("set", {"page.html": "{% set ns = namespace(d, self=1, n=n) %}{% set ns.more = ns.n + 1 %}"
                               "{{ ns.a }}/{{ ns.self }}/{{ ns.more }}"}),
+    Case("set", {"page.html": "{% set str = '<s>' %}{% set slice = n %}{{ str ~ '&' }} {{ '<' ~ slice }} "
+                              "{{ range(slice)|list }} {{ context }} {{ scope }}"},
+         extra={"context": "ctx", "scope": "sc"}),
     Case("set block", {"page.html": "{% set block %}<b>{{ name }}</b>{% endset %}{{ block }}"
                                     "{% set up | upper %}[{{ name }}]{% endset %}{{ up }}"}),
     Case("with", {"page.html": "{% with a = n, b = name %}{{ a }} {{ b }}{% endwith %}[{{ a }}]"}),

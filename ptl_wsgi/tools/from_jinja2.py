@@ -80,6 +80,11 @@ RUNTIME_TESTS = {
     "number": "is_number", "sequence": "is_sequence", "filter": "is_filter", "test": "is_test",
     "sameas": "is_sameas",
 }  # fmt: skip
+# Python's names the converted code calls: a template's own name is renamed (str_).
+GENERATED_NAMES = {
+    "str", "isinstance", "callable", "hasattr", "range", "dict", "slice", "abs", "super",
+    "Template", "render", "context", "scope", "__name__",
+}  # fmt: skip
 # Jinja2's default globals: Python's own, or the run-time module's.
 GLOBALS = {"range": "range", "dict": "dict"}
 RUNTIME_GLOBALS = {"namespace", "cycler", "joiner"}
@@ -282,7 +287,10 @@ class _Converter:
         return self.w.use(IDIOMS, name)
 
     def python_name(self, name: str) -> str:
-        return name + "_" if keyword.iskeyword(name) else name
+        """The Python name of the Jinja2 name *name*: not a keyword, nor a name we call."""
+        if keyword.iskeyword(name) or name in GENERATED_NAMES:
+            return name + "_"
+        return name
 
     def module(self, node: nodes.Node, name: Any, construct: str) -> str | None:
         """The alias of the converted module of template *name*; None (reported) if unknown."""
