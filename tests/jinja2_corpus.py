@@ -332,7 +332,7 @@ CASES: list[Case] = [
                                 "{{ ngettext('%(num)d apple', '%(num)d apples', n) }}"}),
     # -- what is reported -------------------------------------------------------------------
     Case("custom filter", {"page.html": "{{ name|shout }}"}, "reported"),
-    Case("custom filter", {"page.html": "{{ name|shout }} {{ n is small }}"},
+    Case("custom filter", {"page.html": "{{ name|shout }} {{ n is small }} {{ SITE_NAME }}"},
          filters=("jinja2_corpus_filters",)),
     Case("unknown tag", {"page.html": "a{% cache 60, 'k' %}b{{ name }}{% endcache %}{{ n }}"
                                       "{% assets 'x' %}"}, "reported"),

@@ -1,4 +1,4 @@
-"""An app's own Jinja2 filter and test, for the converter's --filters option (see jinja2_corpus)."""
+"""An app's own Jinja2 filter, test and global, for the converter's --filters option."""
 
 
 def shout(value: object) -> str:
@@ -9,3 +9,6 @@ def shout(value: object) -> str:
 def small(value: int) -> bool:
     """A custom test."""
     return value < 2
+
+
+SITE_NAME = "<Site>"

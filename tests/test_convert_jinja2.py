@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2_corpus import CASES, FLASK_TEMPLATES, Case, contexts
-from jinja2_corpus_filters import shout, small
+from jinja2_corpus_filters import SITE_NAME, shout, small
 
 from ptl_wsgi.idioms import NotConvertedError
 from ptl_wsgi.loader import Loader
@@ -41,6 +41,7 @@ def jinja_environment(case: Case) -> jinja2.Environment:
     if case.filters:
         env.filters["shout"] = shout
         env.tests["small"] = small
+        env.globals["SITE_NAME"] = SITE_NAME
     return env
 
 

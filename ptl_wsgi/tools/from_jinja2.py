@@ -339,6 +339,10 @@ class _Converter:
             return "self"
         python = self.python_name(name)
         code = f"self.get({q(name)})"
+        module = self.job.custom(name)
+        if module is not None:  # a global of a --filters module, unless the context has it
+            self.w.import_line(f"import {module}")
+            code = f"self.get({q(name)}, {module}.{name})"
         if method.scoped:
             code = f"scope.get({q(name)}, {code})"
         method.preamble.setdefault(python, code)
