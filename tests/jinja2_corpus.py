@@ -157,7 +157,8 @@ def _filter_cases() -> list[Case]:
         "truncate": "{{ text|truncate(20) }}|{{ text|truncate(20, true) }}|{{ text|truncate(25, false, '…', 0) }}",
         "unique": "{{ items|unique|join(',') }} {{ ['a', 'A', 'b']|unique(true)|join }}",
         "upper": "{{ name|upper }} {{ html|upper }}",
-        "urlencode": "{{ url|urlencode }} {{ d|urlencode }} {{ [('a b', 'c&d')]|urlencode }}",
+        "urlencode": "{{ url|urlencode }} {{ d|urlencode }} {{ [('a b', 'c&d')]|urlencode }}"
+        " <a href=\"?{{ d|urlencode }}\">q</a><a href=\"/s?q={{ url|urlencode }}&amp;{{ d|urlencode }}\">s</a>",
         "wordcount": "{{ text|wordcount }} {{ name|wordcount }}",
         "wordwrap": "{{ text|wordwrap(20) }}|{{ text|wordwrap(15, false, '<br>') }}",
         "xmlattr": "<p{{ {'class': name, 'id': 'x', 'hidden': none} |xmlattr }}></p>",

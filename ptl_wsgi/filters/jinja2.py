@@ -647,12 +647,17 @@ def _url_quote(value: Any, for_query: bool = False) -> str:
     return quoted.replace("%20", "+") if for_query else quoted
 
 
-def urlencode(value: Any) -> str:
-    """``|urlencode``: a string quoted for a URL path, or pairs as a query string."""
+def urlencode(value: Any) -> Any:
+    """``|urlencode``: a string quoted for a URL path, or pairs as a query string.
+
+    The result is markup (its ``&`` escaped): it holds no character HTML or a URL could
+    read as anything but itself, and as markup it goes into a URL's query as it is, as in
+    Jinja2 (``href="?{{ params|urlencode }}"``), where a string would be one value.
+    """
     if isinstance(value, str) or not isinstance(value, Iterable):
-        return _url_quote(value)
+        return htmlescape(_url_quote(value))
     pairs = value.items() if isinstance(value, Mapping) else iter(value)
-    return "&".join(f"{_url_quote(k, True)}={_url_quote(v, True)}" for k, v in pairs)
+    return htmlescape("&".join(f"{_url_quote(k, True)}={_url_quote(v, True)}" for k, v in pairs))
 
 
 def urlize(*args: Any, **kwargs: Any) -> Any:
