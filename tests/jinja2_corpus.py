@@ -337,7 +337,9 @@ CASES: list[Case] = [
          filters=("jinja2_corpus_filters",)),
     Case("unknown tag", {"page.html": "a{% cache 60, 'k' %}b{{ name }}{% endcache %}{{ n }}"
                                       "{% assets 'x' %}"}, "reported"),
-    Case("filter urlize", {"page.html": "{{ 'see http://example.com'|urlize }}"}, "reported"),
+    Case("filter urlize", {"page.html": "{{ 'see http://example.com/?a=1&b=<2>, (www.x.org) or mail a@b.co.'|urlize }}"
+                                        " {{ text|urlize(12, true, '_blank') }} {{ 'ftp://f.io x'|urlize(extra_schemes=['ftp:']) }}"}),
+    Case("filter urlize", {"mail.txt": "{{ 'see http://example.com/?a=1&b=<2>'|urlize }}"}),
     Case("value where PTL refuses one", {"page.html": "<{{ tag }} class=x>{{ name }}</{{ tag }}>"}, "reported",
          extra={"tag": "b"}),
     # -- contextual escaping: more escaping than Jinja2 ---------------------------------------

@@ -206,3 +206,28 @@ def test_a_converted_flask_app_serves_the_same_pages(tmp_path: Path) -> None:
             ours = client.open(f"/?{query}&engine=ptl", method=method, data={"title": 'a"b'})
             assert theirs.status_code == ours.status_code == 200
             assert normalise(ours.text) == normalise(theirs.text), (query, method)
+
+
+URL_PARTS = st.sampled_from(
+    ["http://", "https://", "www.", "a", "b.com", ".", ",", "(", ")", "<", ">", "@", "x.org",
+     " ", "\n", "mailto:", "&", "/", "?q=1", ":80", "-", "1.2.3.4", "'", '"', "ftp:", "%"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(URL_PARTS, max_size=10).map("".join))
+def test_urlize_links_what_jinja2s_links(text: str) -> None:
+    from ptl_wsgi.filters import jinja2 as jinja
+
+    env = jinja2.Environment(autoescape=True)
+    template = "{{ x|urlize }}|{{ x|urlize(10, true, '_blank') }}|{{ x|urlize(rel='me') }}"
+    theirs = env.from_string(template).render(x=text)
+    ours = "|".join(
+        str(page)
+        for page in (
+            jinja.urlize(text, escaping=True),
+            jinja.urlize(text, 10, True, "_blank", escaping=True),
+            jinja.urlize(text, rel="me", escaping=True),
+        )
+    )
+    assert normalise(ours) == normalise(theirs)

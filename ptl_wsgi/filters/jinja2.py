@@ -660,9 +660,84 @@ def urlencode(value: Any) -> Any:
     return htmlescape("&".join(f"{_url_quote(k, True)}={_url_quote(v, True)}" for k, v in pairs))
 
 
-def urlize(*args: Any, **kwargs: Any) -> Any:
-    """``|urlize`` is not provided: the converter reports it."""
-    raise NotImplementedError("urlize is not converted")
+# What urlize links: a web address (a scheme or www., or a name under a common top-level
+# domain, or an IP address after a scheme), with a port and a path, query or fragment.
+_WEB_ADDRESS = re.compile(
+    r"^(?:(?:https?://|www\.)(?:[\w%-]+\.)*(?:[a-z]{2,63}|xn--[\w%]{2,59})"
+    r"|(?:[\w%-]{2,63}\.)+(?:com|net|int|edu|gov|org|info|mil)"
+    r"|https?://(?:\d{1,3}(?:\.\d{1,3}){3}|\[(?:[\da-f]{0,4}:){2}(?:[\da-f]{0,4}:?){1,6}\]))"
+    r"(?::\d{1,5})?(?:[/?#]\S*)?$",
+    re.IGNORECASE,
+)
+_EMAIL_ADDRESS = re.compile(r"^\S+@\w[\w.-]*\.\w+$")
+_LEADING = re.compile(r"^(?:[(<]|&lt;)+")
+_TRAILING = re.compile(r"(?:[)>.,\n]|&gt;)+$")
+_SCHEME = re.compile(r"^[a-zA-Z][\w+.-]*:(?://)?$")
+
+
+def _link(word: str, attributes: str, limit: int | None, extra_schemes: tuple[str, ...]) -> str:
+    """*word* (escaped text) with the address in it made a link, as urlize does."""
+    lead = _LEADING.match(word)
+    head = lead.group() if lead else ""
+    middle = word[len(head) :]
+    tail = ""
+    trail = _TRAILING.search(middle)
+    if trail:
+        middle, tail = middle[: trail.start()], trail.group()
+    # A closing bracket that balances one in the address belongs to it.
+    for opening, closing in (("(", ")"), ("<", ">"), ("&lt;", "&gt;")):
+        missing = middle.count(opening) - middle.count(closing)
+        for _ in range(min(missing, tail.count(closing))):
+            end = tail.index(closing) + len(closing)
+            middle, tail = middle + tail[:end], tail[end:]
+    shown = middle if limit is None or len(middle) <= limit else middle[:limit] + "..."
+    if _WEB_ADDRESS.match(middle):
+        href = middle if middle.startswith(("http://", "https://")) else "https://" + middle
+        middle = f'<a href="{href}"{attributes}>{shown}</a>'
+    elif middle.startswith("mailto:") and _EMAIL_ADDRESS.match(middle[7:]):
+        middle = f'<a href="{middle}">{middle[7:]}</a>'
+    elif (
+        "@" in middle[1:]
+        and not middle.startswith(("www.", "@"))
+        and ":" not in middle
+        and _EMAIL_ADDRESS.match(middle)
+    ):
+        middle = f'<a href="mailto:{middle}">{middle}</a>'
+    else:
+        for scheme in extra_schemes:
+            if middle != scheme and middle.startswith(scheme):
+                middle = f'<a href="{middle}"{attributes}>{middle}</a>'
+    return head + middle + tail
+
+
+def urlize(
+    value: Any,
+    trim_url_limit: int | None = None,
+    nofollow: bool = False,
+    target: str | None = None,
+    rel: str | None = None,
+    extra_schemes: Iterable[str] | None = None,
+    *,
+    escaping: bool = False,
+) -> Any:
+    """``|urlize``: web and e-mail addresses in the text made links (``rel="noopener"``).
+
+    The text is escaped; *escaping* says whether the template escapes (the result is
+    then markup).  Links shown longer than *trim_url_limit* are cut and end in ``...``.
+    """
+    rel_values = set((rel or "").split()) | {"noopener"}
+    if nofollow:
+        rel_values.add("nofollow")
+    attributes = f' rel="{htmlescape(" ".join(sorted(rel_values)))}"'
+    if target:
+        attributes += f' target="{htmlescape(target)}"'
+    schemes = tuple(extra_schemes or ())
+    for scheme in schemes:
+        if _SCHEME.match(scheme) is None:
+            raise ValueError(f"{scheme!r} is not a valid URI scheme prefix.")
+    words = re.split(r"(\s+)", _markup_text(escape(value)))
+    rv = "".join(_link(w, attributes, trim_url_limit, schemes) for w in words)
+    return htmltext(rv) if escaping else rv
 
 
 def wordcount(s: Any) -> int:

@@ -1105,11 +1105,9 @@ class _Converter:
 
         if name in FILTERS:
             function = FILTERS[name]
-            if name == "urlize":
-                return self.todo_value(node, "filter 'urlize'", "urlize is not converted")
             if name in AUTOESCAPE_FILTERS and self.autoescape[-1]:
                 args.append("autoescape=True")
-            if name == "xmlattr" and self.autoescape[-1]:
+            if name in ("xmlattr", "urlize") and self.autoescape[-1]:
                 args.append("escaping=True")
             callee = "abs" if function == "abs" else f"{self.jinja}.{function}"
             return f"{callee}({', '.join(args)})"
