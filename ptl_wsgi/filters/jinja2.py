@@ -26,6 +26,7 @@ from numbers import Number
 from typing import Any, NamedTuple
 from urllib.parse import quote_from_bytes
 
+from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmlescape, htmltext
 from ptl_wsgi.idioms import Undefined, at, converted_name, is_undefined
 from ptl_wsgi.loader import TemplateNotFound, loader_for
@@ -100,7 +101,7 @@ __all__ = [
 
 
 def _is_markup(value: object) -> bool:
-    return hasattr(value, "__html__")
+    return is_markup(value)
 
 
 def safe(value: Any) -> Any:
@@ -948,6 +949,11 @@ def is_boolean(value: Any) -> bool:
     return value is True or value is False
 
 
+def is_escaped(value: Any) -> bool:
+    """``is escaped``: markup (it has ``__html__``)."""
+    return is_markup(value)
+
+
 def is_sameas(value: Any, other: Any) -> bool:
     """``is sameas``: the very same object."""
     return value is other
@@ -1011,7 +1017,7 @@ TESTS: dict[str, Callable[..., bool]] = {
     "eq": _eq,
     "equalto": _eq,
     "==": _eq,
-    "escaped": _is_markup,
+    "escaped": is_escaped,
     "even": lambda v: v % 2 == 0,
     "false": lambda v: v is False,
     "filter": is_filter,

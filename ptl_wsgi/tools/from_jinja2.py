@@ -72,13 +72,12 @@ INLINE_TESTS = {
     "gt": "{0} > {1}", "greaterthan": "{0} > {1}", ">": "{0} > {1}", "ge": "{0} >= {1}",
     ">=": "{0} >= {1}", "in": "{0} in {1}", "string": "isinstance({0}, str)",
     "float": "isinstance({0}, float)", "callable": "callable({0})",
-    "escaped": 'hasattr({0}, "__html__")',
 }  # fmt: skip
 RUNTIME_TESTS = {
     "boolean": "is_boolean", "integer": "is_integer", "iterable": "is_iterable",
     "lower": "is_lower", "upper": "is_upper", "mapping": "is_mapping",
     "number": "is_number", "sequence": "is_sequence", "filter": "is_filter", "test": "is_test",
-    "sameas": "is_sameas",
+    "sameas": "is_sameas", "escaped": "is_escaped",
 }  # fmt: skip
 # Python's names the converted code calls: a template's own name is renamed (str_).
 GENERATED_NAMES = {
