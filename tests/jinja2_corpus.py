@@ -318,6 +318,18 @@ CASES: list[Case] = [
                      "{% import 'lib.html' as lib2 with context %}{{ lib2.version }}",
         "lib.html": "ignored output {% set version = '1.' ~ n %}{% macro shout(s) %}{{ s|upper }}!{% endmacro %}",
     }),
+    Case("macro", {
+        # An app's shape: macros wrapping same-named scoped blocks, imported with context
+        # before {% extends %}, a block inside a tag, a macro defined in an {% if %}.
+        "page.html": "{%- import 'lib.html' as lib with context -%}\n{% extends 'layout.html' %}"
+                     "{% block content %}{% for u in users %}{{ lib.card(u) }}{% endfor %}{% endblock %}",
+        "layout.html": "<main{%- block main_tag %} class=m{%- endblock %}>{% if n %}{% macro link(t) %}"
+                       "{% set url_for = '/' ~ t %}<a href=\"{{ url_for }}\">{{ t }}</a>{% endmacro %}"
+                       "{{ link('x') }}{% endif %}{% block content %}{% endblock %}</main>",
+        "lib.html": "{% macro badge() %}{% block badge scoped %}<i>{{ name }}</i>{% endblock %}{% endmacro %}"
+                    "{% macro card(u, big=False) %}{% block card scoped %}<div>{{ badge() }}{{ u.name }}"
+                    "{% if big %}!{% endif %}</div>{% endblock %}{% endmacro %}",
+    }),
     Case("call", {"page.html": "{% macro box(cls) %}<div class=\"{{ cls }}\">{{ caller() }}</div>{% endmacro %}"
                                "{% call box('x') %}<b>{{ name }}</b>{% endcall %}"
                                "{% macro each(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}"

@@ -405,18 +405,22 @@ class _Converter:
                 dynamic = extends[0].template
             else:
                 parent = self.module(extends[0], name, "extends")
-        inherited = self._inherited_blocks(extends[0]) if extends else {}
+        inherited: dict[str, bool] = {}
+        ancestor_macros: set[str] = set()
+        if extends:
+            inherited, ancestor_macros = self._ancestors(extends[0])
         all_blocks = list(self.tree.find_all(nodes.Block))
-        block_names = {b.name for b in all_blocks} | set(inherited)
         self.scoped = {name for name, scoped in inherited.items() if scoped}
         self.scoped |= {b.name for b in all_blocks if b.scoped}
-        for block in [*all_blocks]:
-            self.blocks[block.name] = self._method_name(block.name, LAYOUT_NAMES, "_block")
-        for name in inherited:
-            self.blocks.setdefault(name, self._method_name(name, LAYOUT_NAMES, "_block"))
         top_macros = [n for n in body if isinstance(n, nodes.Macro)]
+        # Macros keep their names (other templates import them by name); a block that has
+        # a macro's name in the hierarchy becomes name_block, in every template of it.
+        macro_names = {m.name for m in top_macros} | ancestor_macros
+        for name in [*(b.name for b in all_blocks), *inherited]:
+            taken = LAYOUT_NAMES | macro_names
+            self.blocks.setdefault(name, self._method_name(name, taken, "_block"))
         for macro in top_macros:
-            taken = LAYOUT_NAMES | {self.blocks.get(n, n) for n in block_names}
+            taken = LAYOUT_NAMES | (set(inherited) - ancestor_macros)
             self.macros[macro.name] = self._method_name(macro.name, taken, "_macro")
         for node in body:
             self._collect_imports(node)
@@ -485,27 +489,31 @@ class _Converter:
             python += suffix
         return python
 
-    def _inherited_blocks(
+    def _ancestors(
         self, extends: nodes.Extends, seen: set[str] | None = None
-    ) -> dict[str, bool]:
-        """The blocks of the templates this one extends, each with whether it is scoped."""
+    ) -> tuple[dict[str, bool], set[str]]:
+        """The blocks (each with whether it is scoped) and the top-level macros of the
+        templates this one extends: the methods of the classes it derives from."""
         seen = seen or set()
         name = extends.template.value if isinstance(extends.template, nodes.Const) else None
         target = self.job.resolve(name) if isinstance(name, str) else None
         if target is None or target.name in seen:
-            return {}
+            return {}, set()
         seen.add(target.name)
         try:
             with open(target.source_path, encoding="utf-8") as f:
                 tree = self.env.parse(f.read())
         except (OSError, UnicodeDecodeError, jinja2.TemplateSyntaxError):
-            return {}
-        found: dict[str, bool] = {}
+            return {}, set()
+        blocks: dict[str, bool] = {}
+        macros = {n.name for n in tree.body if isinstance(n, nodes.Macro)}
         for parent in tree.find_all(nodes.Extends):
-            found.update(self._inherited_blocks(parent, seen))
+            more_blocks, more_macros = self._ancestors(parent, seen)
+            blocks.update(more_blocks)
+            macros |= more_macros
         for block in tree.find_all(nodes.Block):
-            found[block.name] = found.get(block.name, False) or block.scoped
-        return found
+            blocks[block.name] = blocks.get(block.name, False) or block.scoped
+        return blocks, macros
 
     def _collect_imports(self, node: nodes.Node) -> None:
         if not isinstance(node, (nodes.Import, nodes.FromImport)):
@@ -553,7 +561,7 @@ class _Converter:
         if macro is not None:
             for arg in macro.args:
                 self.method.scopes[0].names[arg.name] = self.python_name(arg.name)
-            for special in ("caller", "varargs", "kwargs"):
+            for special in _specials(macro):
                 self.method.scopes[0].names[special] = special
         with w.block(f"def {name} [{self.kind}] ({head}):"):
             mark = w.mark()
@@ -594,7 +602,7 @@ class _Converter:
         with self.scope(isolated=True) as scope:
             for arg in macro.args:
                 scope.names[arg.name] = self.python_name(arg.name)
-            for special in ("caller", "varargs", "kwargs"):
+            for special in _specials(macro):
                 scope.names[special] = special
             with self.w.block(f"def {python} [{self.kind}] ({', '.join(params)}):"):
                 self._macro_defaults(macro)
@@ -1249,3 +1257,9 @@ def _block_filter(node: nodes.Filter) -> bool:
     while isinstance(inner, nodes.Filter):
         inner = inner.node
     return inner is None
+
+
+def _specials(macro: nodes.Macro) -> list[str]:
+    """The names Jinja2 gives a macro that its body uses: ``caller``, ``varargs``, ``kwargs``."""
+    used = {n.name for n in macro.find_all(nodes.Name)}
+    return [name for name in ("caller", "varargs", "kwargs") if name in used]
