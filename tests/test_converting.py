@@ -300,3 +300,22 @@ def test_options_naming_nothing_are_errors(
     assert "--filters no_such_mod: No module named 'no_such_mod'" in capsys.readouterr().err
     assert cli_main(["convert", "--from-django", str(tmp_path), "-o", out]) == 2
     assert "--from-django is not available yet" in capsys.readouterr().err
+
+
+def test_an_output_ptl_refuses_becomes_a_reported_todo() -> None:
+    w = PTLWriter()
+    with w.block("def render [html] (tag, x):"):
+        w.origin = 3
+        w.text("<p>")
+        w.value("x")
+        w.text("</p>\n")
+        w.origin = 4
+        w.text("<")
+        w.value("tag")
+        w.text(">")
+    problems = w.compile_checked(_file("page.html"))
+    assert [(p.file, p.line, p.construct) for p in problems] == [("page.html", 4, "output")]
+    assert "no value may go here" in problems[0].reason
+    namespace = _module(w)
+    with pytest.raises(NotConvertedError, match=r"page\.html:4: output: PTL refuses it"):
+        namespace["render"]("b", "<x>")  # type: ignore[operator]
