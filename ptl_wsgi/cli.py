@@ -230,6 +230,15 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --from-*: a module defining the app's own filters, tests and globals "
         "(repeatable); the converted templates import them from it",
     )
+    convert.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --from-jinja2: a setting of the app's Jinja2 environment that changes how "
+        "templates read (trim_blocks=true, lstrip_blocks=true, keep_trailing_newline=true, "
+        "block_start_string=..., line_statement_prefix=#, ...; repeatable)",
+    )
     convert.set_defaults(handler=_convert)
 
 
@@ -549,6 +558,7 @@ def _convert_from(engine: str, args: argparse.Namespace) -> int:
         autoescape=args.autoescape,
         exclude=args.exclude,
         filters=args.filters,
+        options=args.engine_option,
     )
 
 

@@ -22,6 +22,8 @@ class Case:
     ours: str = ""
     filters: tuple[str, ...] = ()
     extra: dict[str, object] = field(default_factory=dict)
+    #: --engine-option NAME=VALUE: the Jinja2 environment's syntax settings.
+    options: dict[str, str] = field(default_factory=dict)
 
     @property
     def main(self) -> str:
@@ -158,7 +160,7 @@ def _filter_cases() -> list[Case]:
         "unique": "{{ items|unique|join(',') }} {{ ['a', 'A', 'b']|unique(true)|join }}",
         "upper": "{{ name|upper }} {{ html|upper }}",
         "urlencode": "{{ url|urlencode }} {{ d|urlencode }} {{ [('a b', 'c&d')]|urlencode }}"
-        " <a href=\"?{{ d|urlencode }}\">q</a><a href=\"/s?q={{ url|urlencode }}&amp;{{ d|urlencode }}\">s</a>",
+        ' <a href="?{{ d|urlencode }}">q</a><a href="/s?q={{ url|urlencode }}&amp;{{ d|urlencode }}">s</a>',
         "wordcount": "{{ text|wordcount }} {{ name|wordcount }}",
         "wordwrap": "{{ text|wordwrap(20) }}|{{ text|wordwrap(15, false, '<br>') }}",
         "xmlattr": "<p{{ {'class': name, 'id': 'x', 'hidden': none} |xmlattr }}></p>",
@@ -243,6 +245,13 @@ CASES: list[Case] = [
     Case("filter block", {"page.html": "{% filter upper %}<b>{{ name }}</b>{% endfilter %}"}),
     Case("filter block", {"page.html": "[{% filter lower|trim|center(12) %}  <B>{{ name }}</B>  {% endfilter %}]"}),
     Case("raw", {"page.html": "{% raw %}{{ not a variable }} {% if %}{% endraw %}"}),
+    Case("engine options", {"page.html": "<ul>\n  {% for item in items %}\n  <li>{{ item }}</li>\n  {% endfor %}\n</ul>\n"
+                                         "# if n\nn={{ n }}\n# endif\n## a line comment\n"},
+         options={"trim_blocks": "true", "lstrip_blocks": "true", "keep_trailing_newline": "true",
+                  "line_statement_prefix": "#", "line_comment_prefix": "##"}),
+    Case("engine options", {"page.html": "<% for i in items %>[[ i ]]<% endfor %>{# kept #}<# gone #>"},
+         options={"block_start_string": "<%", "block_end_string": "%>", "variable_start_string": "[[",
+                  "variable_end_string": "]]", "comment_start_string": "<#", "comment_end_string": "#>"}),
     Case("comment", {"page.html": "a{# a comment #}b{#\n  two\n  lines\n#}c"}),
     Case("whitespace control", {"page.html": "<ul>\n  {%- for item in items %}\n    <li>{{- item -}}</li>\n"
                                              "  {%- endfor %}\n</ul>\n"}),

@@ -32,7 +32,10 @@ def normalise(page: str) -> str:
 
 
 def jinja_environment(case: Case) -> jinja2.Environment:
+    from ptl_wsgi.tools.from_jinja2 import environment_options
+
     env = jinja2.Environment(
+        **environment_options(case.options),
         loader=jinja2.DictLoader(case.templates),
         autoescape=jinja2.select_autoescape(["html", "htm", "xml", "xhtml", "svg"], default=False),
         extensions=["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"],
@@ -60,7 +63,9 @@ def convert(case: Case, root: Path) -> tuple[Loader, int, str]:
     import io
 
     report = io.StringIO()
-    status = convert_tree(str(src), str(dest), "jinja2", filters=case.filters, out=report)
+    status = convert_tree(
+        str(src), str(dest), "jinja2", filters=case.filters, options=case.options, out=report
+    )
     return Loader([str(dest)]), status, report.getvalue()
 
 
@@ -231,3 +236,19 @@ def test_urlize_links_what_jinja2s_links(text: str) -> None:
         )
     )
     assert normalise(ours) == normalise(theirs)
+
+
+def test_engine_options_that_jinja2_has_not_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ptl_wsgi.cli import main as cli_main
+
+    (tmp_path / "a.html").write_text("x")
+    out = str(tmp_path / "out")
+    for option, message in [
+        ("nope=1", "--engine-option nope: Jinja2's options are trim_blocks"),
+        ("trim_blocks=maybe", "--engine-option trim_blocks: give true or false, not 'maybe'"),
+    ]:
+        args = ["convert", "--from-jinja2", str(tmp_path), "-o", out, "--engine-option", option]
+        assert cli_main(args) == 2
+        assert message in capsys.readouterr().err

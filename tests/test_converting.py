@@ -300,6 +300,11 @@ def test_options_naming_nothing_are_errors(
     assert "--filters no_such_mod: No module named 'no_such_mod'" in capsys.readouterr().err
     assert cli_main(["convert", "--from-django", str(tmp_path), "-o", out]) == 2
     assert "--from-django is not available yet" in capsys.readouterr().err
+    assert (
+        cli_main(["convert", "--from-jinja2", str(tmp_path), "-o", out, "--engine-option", "x"])
+        == 2
+    )
+    assert "--engine-option 'x': give NAME=VALUE" in capsys.readouterr().err
 
 
 def test_an_output_ptl_refuses_becomes_a_reported_todo() -> None:

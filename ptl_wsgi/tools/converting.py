@@ -27,7 +27,7 @@ import importlib
 import keyword
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -122,6 +122,8 @@ class Job:
     #: Modules named by ``--filters``, by name: their public names extend the engine's.
     filters: dict[str, ModuleType] = field(default_factory=dict)
     files: dict[str, TemplateFile] = field(default_factory=dict)
+    #: ``--engine-option NAME=VALUE``: the engine's own settings (Jinja2's syntax options).
+    options: dict[str, str] = field(default_factory=dict)
 
     def escapes(self, file: TemplateFile) -> bool:
         """Whether *file*'s original escaped its values (``--autoescape``)."""
@@ -195,12 +197,13 @@ def convert_tree(
     autoescape: str = "auto",
     exclude: Sequence[str] = (),
     filters: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
     out: TextIO | None = None,
 ) -> int:
     """Convert every template under *src* into *dest*; report; the exit status (0 or 1)."""
     out = sys.stderr if out is None else out
     converter = importlib.import_module(ENGINES[engine])
-    job = Job(engine, autoescape)
+    job = Job(engine, autoescape, options=dict(options or {}))
     for module_name in filters:
         job.filters[module_name] = importlib.import_module(module_name)
     files = collect(src, dest, exclude)
@@ -235,8 +238,16 @@ def main(
     autoescape: str = "auto",
     exclude: Sequence[str] = (),
     filters: Sequence[str] = (),
+    options: Sequence[str] = (),
 ) -> int:
     """The CLI's ``convert --from-ENGINE``: errors of use are messages and status 2."""
+    settings: dict[str, str] = {}
+    for option in options:
+        name, equals, value = option.partition("=")
+        if not equals or not name:
+            print(f"ptl-wsgi convert: --engine-option {option!r}: give NAME=VALUE", file=sys.stderr)
+            return 2
+        settings[name] = value
     try:
         importlib.import_module(ENGINES[engine])
     except ImportError as exc:
@@ -255,7 +266,13 @@ def main(
             return 2
     try:
         return convert_tree(
-            src, dest, engine, autoescape=autoescape, exclude=exclude, filters=filters
+            src,
+            dest,
+            engine,
+            autoescape=autoescape,
+            exclude=exclude,
+            filters=filters,
+            options=settings,
         )
     except (OSError, ValueError) as exc:
         print(f"ptl-wsgi convert: {exc}", file=sys.stderr)

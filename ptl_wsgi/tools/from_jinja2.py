@@ -94,15 +94,43 @@ def q(value: str) -> str:
     return string_literal(value, "'" if '"' in value and "'" not in value else '"')
 
 
-def environment(unknown: set[str] | None = None, source: str = "") -> jinja2.Environment:
+# The settings of an Environment that change how a template reads (--engine-option).
+FLAG_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")
+TEXT_OPTIONS = (
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix",
+    "line_comment_prefix", "newline_sequence",
+)  # fmt: skip
+
+
+def environment_options(options: dict[str, str]) -> dict[str, Any]:
+    """*options* (``--engine-option`` values) as ``jinja2.Environment`` arguments."""
+    settings: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in FLAG_OPTIONS:
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(f"--engine-option {name}: give true or false, not {value!r}")
+            settings[name] = value.lower() in ("true", "1", "yes", "on")
+        elif name in TEXT_OPTIONS:
+            settings[name] = value.encode().decode("unicode_escape")  # (\r\n as written)
+        else:
+            known = ", ".join(FLAG_OPTIONS + TEXT_OPTIONS)
+            raise ValueError(f"--engine-option {name}: Jinja2's options are {known}")
+    return settings
+
+
+def environment(
+    unknown: set[str] | None = None, source: str = "", options: dict[str, str] | None = None
+) -> jinja2.Environment:
     """The environment templates are parsed with (Flask's settings, plus three extensions).
 
-    *unknown*: tags of extensions we do not have, parsed as markers to report.
+    *unknown*: tags of extensions we do not have, parsed as markers to report; *options*:
+    the app's syntax settings (``--engine-option``).
     """
     extensions: list[Any] = ["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"]
     if unknown:
         extensions.append(_unknown_tags(unknown, source))
-    env = jinja2.Environment(extensions=extensions)
+    env = jinja2.Environment(extensions=extensions, **environment_options(options or {}))
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     return env
 
@@ -118,7 +146,7 @@ def convert_source(source: str, file: TemplateFile, job: Job) -> Converted:
     """Convert the Jinja2 template *source* (of *file*, in *job*'s tree) to a PTL module."""
     unknown: set[str] = set()
     while True:
-        env = environment(unknown, source)
+        env = environment(unknown, source, job.options)
         try:
             tree = env.parse(source, file.name, file.name)
             break
