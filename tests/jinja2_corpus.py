@@ -361,6 +361,9 @@ CASES: list[Case] = [
     Case("filter urlize", {"page.html": "{{ 'see http://example.com/?a=1&b=<2>, (www.x.org) or mail a@b.co.'|urlize }}"
                                         " {{ text|urlize(12, true, '_blank') }} {{ 'ftp://f.io x'|urlize(extra_schemes=['ftp:']) }}"}),
     Case("filter urlize", {"mail.txt": "{{ 'see http://example.com/?a=1&b=<2>'|urlize }}"}),
+    Case("if and for inside a tag", {"page.html": "<input value=\"{{ name }}\" {% if n %}checked{% endif %}>"
+                                                  "<option {{ 'selected' if n > 2 }}>o</option><div "
+                                                  "{% for k, v in d|dictsort %}data-{{ k }}=\"{{ v }}\" {% endfor %}>x</div>"}),
     Case("value where PTL refuses one", {"page.html": "<{{ tag }} class=x>{{ name }}</{{ tag }}>"}, "reported",
          extra={"tag": "b"}),
     # -- contextual escaping: more escaping than Jinja2 ---------------------------------------

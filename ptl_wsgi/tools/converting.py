@@ -43,6 +43,7 @@ __all__ = [
     "Job",
     "PTLWriter",
     "Problem",
+    "RefusedStatement",
     "TemplateFile",
     "collect",
     "convert_tree",
@@ -76,6 +77,18 @@ def escapes(name: str, autoescape: str, engine: str) -> bool:
     if engine == "django":
         return True
     return os.path.splitext(name)[1].lower() in HTML_SUFFIXES
+
+
+class RefusedStatement(Exception):
+    """PTL's compiler refused a statement the converter wrote for the original's *line*.
+
+    (Branches that leave HTML in different places: ``<input {% if c %}checked{% endif %}>``.)
+    """
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -337,6 +350,7 @@ class PTLWriter:
         #: The original's line the output being written comes from (for reports).
         self.origin = 0
         self._origins: dict[int, int] = {}  # index in _lines of an output line -> origin
+        self._statement_origins: dict[int, int] = {}  # the same for other lines
         self._body_start = 0  # the first body line's number in getvalue()
 
     # -- names -------------------------------------------------------------------------
@@ -374,6 +388,7 @@ class PTLWriter:
     def line(self, code: str) -> None:
         """One line of code at the current indentation (after the pending output)."""
         self.flush()
+        self._statement_origins[len(self._lines)] = self.origin
         self._lines.append(self._indent * self._level + code if code else "")
 
     def blank(self, count: int = 1) -> None:
@@ -429,6 +444,9 @@ class PTLWriter:
         index, level = mark
         self._lines[index:index] = [self._indent * level + line for line in lines]
         self._origins = {i + len(lines) if i >= index else i: o for i, o in self._origins.items()}
+        self._statement_origins = {
+            i + len(lines) if i >= index else i: o for i, o in self._statement_origins.items()
+        }
 
     # -- output ------------------------------------------------------------------------
 
@@ -552,7 +570,10 @@ class PTLWriter:
             except SyntaxError as exc:
                 index = (exc.lineno or 0) - self._body_start
                 if index not in self._origins:
-                    raise  # not an output line: the converter's own bug
+                    origin = self._statement_origins.get(index)
+                    if origin:  # an if/for PTL refuses: the converter may write it otherwise
+                        raise RefusedStatement(origin, exc.msg) from exc
+                    raise  # the converter's own bug
                 problem = Problem(
                     file.name, self._origins.pop(index) or 1, "output", f"PTL refuses it: {exc.msg}"
                 )

@@ -37,6 +37,7 @@ from ptl_wsgi.tools.converting import (
     Job,
     Problem,
     PTLWriter,
+    RefusedStatement,
     TemplateFile,
     string_literal,
 )
@@ -157,8 +158,23 @@ def convert_source(source: str, file: TemplateFile, job: Job) -> Converted:
             if match is None or match.group(1) in unknown or len(unknown) > 50:
                 return _unparsable(file, job, exc)
             unknown.add(match.group(1))
-    converter = _Converter(file, job, source, tree, env)
-    return converter.run()
+    # A statement PTL refuses as written (branches ending in different HTML contexts) is
+    # written again as a fragment (a nested template whose markup is inserted), then, if
+    # still refused, reported.
+    fragments: set[int] = set()
+    refused: dict[int, str] = {}
+    while True:
+        converter = _Converter(file, job, source, tree, env, fragments, refused)
+        try:
+            return converter.run()
+        except RefusedStatement as exc:
+            if exc.line in refused:  # not an if or a for: the template as a whole
+                problem = Problem(file.name, exc.line, "template", f"PTL refuses it: {exc.reason}")
+                return _not_converted(file, job, problem)
+            if exc.line in fragments:
+                refused[exc.line] = exc.reason
+            else:
+                fragments.add(exc.line)
 
 
 UNKNOWN_TAG = "__ptl_unknown_tag__"
@@ -189,6 +205,11 @@ def _unparsable(file: TemplateFile, job: Job, exc: jinja2.TemplateSyntaxError) -
     problem = Problem(
         file.name, exc.lineno or 1, "template", f"Jinja2 cannot parse it: {exc.message}"
     )
+    return _not_converted(file, job, problem)
+
+
+def _not_converted(file: TemplateFile, job: Job, problem: Problem) -> Converted:
+    """A module whose ``render`` is the located TODO of *problem*."""
     w = PTLWriter()
     w.header(f"Converted from {file.name} by ptl-wsgi convert --from-jinja2: not converted.")
     html = "html" if job.escapes(file) else "plain"
@@ -228,7 +249,12 @@ class _Converter:
         source: str,
         tree: nodes.Template,
         env: jinja2.Environment,
+        fragments: set[int] | None = None,
+        refused: dict[int, str] | None = None,
     ) -> None:
+        #: Lines whose if/for statements are written as fragments; those PTL refuses.
+        self.fragments = fragments or set()
+        self.refused = refused or {}
         self.file = file
         self.job = job
         self.tree = tree
@@ -677,11 +703,31 @@ class _Converter:
             self.statement(node)
 
     def statement(self, node: nodes.Node) -> None:
+        if node.lineno in self.refused and isinstance(node, (nodes.If, nodes.For)):
+            reason = f"PTL refuses it: {self.refused[node.lineno]}"
+            self.todo(node, type(node).__name__.lower(), reason)
+            return
+        if node.lineno in self.fragments and isinstance(node, (nodes.If, nodes.For)):
+            self._fragment(node)
+            return
         handler = getattr(self, "stmt_" + type(node).__name__, None)
         if handler is None:
             self.todo(node, type(node).__name__, "this Jinja2 statement is not converted")
             return
         handler(node)
+
+    def _fragment(self, node: nodes.Node) -> None:
+        """*node* as a nested template whose markup is inserted where it stands.
+
+        For an ``{% if %}`` inside a tag (``<input {% if c %}checked{% endif %}>``): PTL
+        follows the HTML through each branch and refuses branches that leave it in
+        different places; a fragment's markup is one value there, as Jinja2's output is.
+        """
+        function = self.w.fresh("fragment")
+        with self.scope(isolated=True), self.w.block(f"def {function} [{self.kind}] ():"):
+            handler = getattr(self, "stmt_" + type(node).__name__)
+            handler(node)
+        self.w.value(f"{function}()", result=True)
 
     def stmt_Output(self, node: nodes.Output) -> None:
         for child in node.nodes:
