@@ -252,3 +252,15 @@ def test_engine_options_that_jinja2_has_not_are_errors(
         args = ["convert", "--from-jinja2", str(tmp_path), "-o", out, "--engine-option", option]
         assert cli_main(args) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_text_is_reported_and_the_others_converted(tmp_path: Path) -> None:
+    import io
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "logo.png").write_bytes(b"\x89PNG\xff\xfe")
+    (tmp_path / "src" / "page.html").write_text("<p>{{ x }}</p>")
+    report = io.StringIO()
+    assert convert_tree(str(tmp_path / "src"), str(tmp_path / "out"), "jinja2", out=report) == 1
+    assert report.getvalue().startswith("logo.png:1: template: not UTF-8 text")
+    assert Loader([str(tmp_path / "out")]).render("page.ptl", {"x": "<"}) == "<p>&lt;</p>"

@@ -138,8 +138,12 @@ def environment(
 
 def convert_file(file: TemplateFile, job: Job) -> Converted:
     """Convert the template *file* of *job*'s tree."""
-    with open(file.source_path, encoding="utf-8") as f:
-        source = f.read()
+    try:
+        with open(file.source_path, encoding="utf-8") as f:
+            source = f.read()
+    except UnicodeDecodeError as exc:
+        problem = Problem(file.name, 1, "template", f"not UTF-8 text, as Jinja2 reads it: {exc}")
+        return _not_converted(file, job, problem)
     return convert_source(source, file, job)
 
 
