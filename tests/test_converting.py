@@ -324,3 +324,16 @@ def test_an_output_ptl_refuses_becomes_a_reported_todo() -> None:
     namespace = _module(w)
     with pytest.raises(NotConvertedError, match=r"page\.html:4: output: PTL refuses it"):
         namespace["render"]("b", "<x>")  # type: ignore[operator]
+
+
+def test_three_lines_of_text_alone_are_one_triple_quoted_literal() -> None:
+    w = PTLWriter()
+    with w.block("def render [html] (x):"):
+        w.text('<ul>\n  <li class="a">\\</li>\n  <li>b</li>\n')
+        w.value("x")
+        w.text("\n<p>\n'''\"\"\"\n</p>\n")
+    source = w.getvalue()
+    assert '    """\\\n<ul>\n  <li class="a">\\\\</li>\n  <li>b</li>\n"""\n' in source
+    assert source.count('"""') == 2  # the text holding both kinds of quotes: a line each
+    page = _module(w)["render"]("<")  # type: ignore[operator]
+    assert str(page) == '<ul>\n  <li class="a">\\</li>\n  <li>b</li>\n&lt;\n<p>\n\'\'\'"""\n</p>\n'

@@ -16,7 +16,8 @@
   (``file:line: construct: reason``), printed, written into the output as a located
   ``TODO(...)`` that raises when a render reaches it, and the exit status is 1.
 * Writing: :class:`PTLWriter` writes the PTL source (indentation, template headers,
-  output literals merged and written as f-strings, comments kept, run-time names
+  output literals merged per line into f-strings, runs of text as triple-quoted literals,
+  comments kept, run-time names
   imported without clashing with the template's own names).
 """
 
@@ -311,6 +312,23 @@ def string_literal(text: str, quote: str = '"') -> str:
     return quote + "".join(out) + quote
 
 
+def _triple_quoted(text: str) -> str | None:
+    """*text* as a triple-quoted literal laid out as it reads, or None if it cannot be."""
+    for quote in ('"""', "'''"):
+        if quote in text or text.endswith(quote[0]):
+            continue
+        body = []
+        for c in text:
+            if c == "\\":
+                body.append("\\\\")
+            elif c != "\n" and (not c.isprintable() or c == "\r"):
+                body.append(repr(c)[1:-1])
+            else:
+                body.append(c)
+        return quote + "\\\n" + "".join(body) + quote
+    return None
+
+
 def _pick_quote(text: str) -> str:
     return "'" if '"' in text and "'" not in text else '"'
 
@@ -464,8 +482,12 @@ class PTLWriter:
         self._pending.append(("result" if result else "value", expression))
 
     def flush(self) -> None:
-        """Write the pending output as statements: one per line of the original."""
+        """Write the pending output as statements: one per line of the original.
+
+        Three or more lines of text alone are one triple-quoted literal, as they stood.
+        """
         pending, self._pending = self._pending, []
+        statements: list[list[tuple[str, str]]] = []
         statement: list[tuple[str, str]] = []
         for kind, part in pending:
             if kind != "text":
@@ -474,11 +496,29 @@ class PTLWriter:
             while "\n" in part:
                 head, part = part.split("\n", 1)
                 statement.append(("text", head + "\n"))
-                self._write_output(statement)
+                statements.append(statement)
                 statement = []
             if part:
                 statement.append(("text", part))
-        self._write_output(statement)
+        statements.append(statement)
+        run: list[str] = []  # consecutive lines of text alone
+        for parts in statements:
+            if parts and all(kind == "text" for kind, _ in parts):
+                run.append("".join(part for _, part in parts))
+                continue
+            self._write_text_run(run)
+            run = []
+            self._write_output(parts)
+        self._write_text_run(run)
+
+    def _write_text_run(self, lines: list[str]) -> None:
+        text = "".join(lines)
+        literal = _triple_quoted(text) if len(lines) >= 3 else None
+        if literal is None:
+            for line in lines:
+                self._write_output([("text", line)])
+        else:
+            self._output_line(self._indent * self._level + literal)
 
     def _output_line(self, code: str) -> None:
         self._origins[len(self._lines)] = self.origin

@@ -767,7 +767,7 @@ class _Converter:
 
     def output(self, node: nodes.Expr) -> str:
         """A value output here, escaped as the original's ``{{ }}`` escaped it."""
-        code = self.expr(node)
+        code = _bare(self.expr(node))
         if self.autoescape[-1] == self.html:
             return code
         if self.html:  # {% autoescape false %} in an escaping template: as it is
