@@ -17,8 +17,7 @@
   ``TODO(...)`` that raises when a render reaches it, and the exit status is 1.
 * Writing: :class:`PTLWriter` writes the PTL source (indentation, template headers,
   output literals merged per line into f-strings, runs of text as triple-quoted literals,
-  comments kept, run-time names
-  imported without clashing with the template's own names).
+  comments kept, run-time names imported without clashing with the template's own names).
 """
 
 from __future__ import annotations
