@@ -342,7 +342,8 @@ CASES: list[Case] = [
     Case("call", {"page.html": "{% macro box(cls) %}<div class=\"{{ cls }}\">{{ caller() }}</div>{% endmacro %}"
                                "{% call box('x') %}<b>{{ name }}</b>{% endcall %}"
                                "{% macro each(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}"
-                               "{% endmacro %}{% call(x, i) each(items) %}{{ i }}={{ x }};{% endcall %}"}),
+                               "{% endmacro %}{% call(x, i) each(items) %}{{ i }}={{ x }};{% endcall %}"
+                               "{% macro one() %}{{ caller('a') }}{% endmacro %}{% call(x, y=n) one() %}{{ x }}{{ y }}{% endcall %}"}),
     # -- globals and i18n -------------------------------------------------------------------
     Case("globals", {"page.html": "{{ range(3)|list }} {{ dict(a=1) }} {% set c = cycler('a', 'b') %}"
                                   "{{ c.next() }}{{ c.next() }}{{ c.next() }} {% set j = joiner('|') %}"

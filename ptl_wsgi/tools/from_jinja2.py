@@ -1000,16 +1000,19 @@ class _Converter:
     def stmt_CallBlock(self, node: nodes.CallBlock) -> None:
         caller = self.w.fresh("caller")
         undefined = self.idiom("undefined")
-        with self.scope(isolated=True) as scope:
+        with self.scope(isolated=True):
+            defaults = [self.expr(d) for d in node.defaults]  # (in the caller's scope)
+            first_default = len(node.args) - len(defaults)
             params = []
-            for arg in node.args:
+            for i, arg in enumerate(node.args):
                 python = self.bind(arg.name, node)
-                params.append(f"{python}={undefined}")
+                default = defaults[i - first_default] if i >= first_default else undefined
+                params.append(f"{python}={default}")
             with self.w.block(f"def {caller} [{self.kind}] ({', '.join(params)}):"):
                 self.statements(node.body)
-            del scope
-        call = self.call(node.call, extra=f"caller={caller}")
-        self.w.value(call)
+        self.w.value(
+            self.call(node.call, extra=f"caller={caller}"), result=self._is_result(node.call)
+        )
 
     def stmt_ExprStmt(self, node: nodes.ExprStmt) -> None:
         call = node.node
