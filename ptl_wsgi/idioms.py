@@ -395,7 +395,7 @@ class Layout:
 
     context: Mapping[str, Any]
 
-    def __init__(self, **context: Any) -> None:
+    def __init__(self, /, **context: Any) -> None:  # (a context may hold 'self')
         self.context = context
 
     def __getattr__(self, name: str) -> Any:
