@@ -1252,8 +1252,9 @@ class _Converter:
         if isinstance(callee, nodes.Name) and callee.name == "lipsum" and not self._bound("lipsum"):
             return self.todo_value(node, "lipsum()", "random text is not converted")
         function = self.expr(callee, text=False)
-        macro = function.startswith("self.") or self._is_template_call(callee)
-        outer, self._plain = self._plain, macro or self._plain
+        # Arguments are values: a string constant holding <>&"' is plain text (str(...)),
+        # any other shows the same as markup, and reads as written.
+        outer, self._plain = self._plain, False
         try:
             args = [self.expr(a) for a in node.args]
             for kw in node.kwargs:
@@ -1271,16 +1272,6 @@ class _Converter:
         if extra:
             args.append(extra)
         return f"{function}({', '.join(args)})"
-
-    def _is_template_call(self, callee: nodes.Node) -> bool:
-        """Whether *callee* is a macro (imported, or ``caller``): its arguments are output."""
-        if isinstance(callee, nodes.Name):
-            return callee.name in self.imports or callee.name == "caller"
-        return (
-            isinstance(callee, nodes.Getattr)
-            and isinstance(callee.node, nodes.Name)
-            and (callee.node.name in self.imports)
-        )
 
     def _bound(self, name: str) -> bool:
         method = self.method
