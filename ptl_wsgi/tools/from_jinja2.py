@@ -52,6 +52,9 @@ I18N = "ptl_wsgi.i18n"
 I18N_NAMES = ("_", "gettext", "ngettext", "pgettext", "npgettext")
 # Layout's own attributes: a block or macro of one of these names gets another.
 LAYOUT_NAMES = {"page", "get", "context", "extends_name"}
+# Filters whose result depends on whether their value is markup: a string constant piped
+# into them is plain text (str(...)), as it was in Jinja2.
+MARKUP_SENSITIVE_FILTERS = {"replace", "format", "join", "string", "length", "count", "wordcount"}
 # Filters whose result depends on whether the template escapes.
 AUTOESCAPE_FILTERS = {"join", "replace"}
 BINARY_OPERATORS = {
@@ -1158,8 +1161,11 @@ class _Converter:
         return f"{self.jinja}.safe({inner})" if self.autoescape[-1] else inner
 
     def expr_Filter(self, node: nodes.Filter, text: bool) -> str:
-        value = self._items([node.node])[0] if node.node is not None else "None"
-        return self.filter(node, value)
+        if node.node is None:
+            return self.filter(node, "None")
+        if node.name in MARKUP_SENSITIVE_FILTERS:
+            return self.filter(node, self._items([node.node])[0])
+        return self.filter(node, self.expr(node.node))
 
     def expr_Test(self, node: nodes.Test, text: bool) -> str:
         value = self.expr(node.node, text=False)
@@ -1208,6 +1214,8 @@ class _Converter:
         )
 
     def _arguments(self, node: nodes.Filter | nodes.Call | nodes.Test) -> list[str]:
+        # A filter's arguments are plain text: they may end up in its result (a fill value
+        # in a list, a default) or decide how it treats markup (replace).
         outer, self._plain = self._plain, True
         try:
             return self._arguments_of(node)
