@@ -231,6 +231,15 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "(repeatable); the converted templates import them from it",
     )
     convert.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --from-jinja2: a setting of the app's Jinja2 environment that changes how "
+        "templates read (trim_blocks=true, lstrip_blocks=true, keep_trailing_newline=true, "
+        "block_start_string=..., line_statement_prefix=#, ...; repeatable)",
+    )
+    convert.add_argument(
         "--settings",
         metavar="MODULE",
         help="with --from-django: the project's settings module (DJANGO_SETTINGS_MODULE), "
@@ -299,7 +308,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from ptl_wsgi.lint import RuffNotFound, lint_file, ruff_command
+    from ptl_wsgi.tools.lint import RuffNotFound, lint_file, ruff_command
 
     try:
         command = ruff_command()
@@ -326,7 +335,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _stubs(args: argparse.Namespace) -> int:
-    from ptl_wsgi.typecheck import write_stubs
+    from ptl_wsgi.tools.typecheck import write_stubs
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -349,7 +358,7 @@ def _stubs(args: argparse.Namespace) -> int:
 
 
 def _typecheck(args: argparse.Namespace) -> int:
-    from ptl_wsgi.typecheck import CheckerNotFound, typecheck
+    from ptl_wsgi.tools.typecheck import CheckerNotFound, typecheck
 
     paths = list(_ptl_files(args.paths))
     for path in paths:
@@ -491,7 +500,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     import tokenize
 
-    from ptl_wsgi.convert import convert_source
+    from ptl_wsgi.tools.from_quixote import convert_source
 
     engine = "jinja2" if args.from_jinja2 else "django" if args.from_django else None
     if engine is not None:
@@ -560,6 +569,7 @@ def _convert_from(engine: str, args: argparse.Namespace) -> int:
         autoescape=args.autoescape,
         exclude=args.exclude,
         filters=args.filters,
+        options=args.engine_option,
     )
 
 
@@ -575,7 +585,7 @@ def _convert_to_py(args: argparse.Namespace) -> int:
         return 2
     # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773;
     # unused when it checks as 3.12+)
-    from ptl_wsgi.to_py import to_python  # type: ignore[unreachable, unused-ignore]
+    from ptl_wsgi.tools.to_py import to_python  # type: ignore[unreachable, unused-ignore]
 
     status = 0
     for path in args.files:

@@ -409,12 +409,15 @@ class Layout:
                 f"{type(self).__name__!r} has no block {name!r} and the context no value {name!r}"
             ) from None
 
-    def get(self, name: str) -> Any:
-        """The context's value *name*, else :data:`undefined` (converted templates read so)."""
+    def get(self, name: str, default: Any = _NOTHING) -> Any:
+        """The context's value *name*, else *default*, else :data:`undefined`.
+
+        Converted templates read the context so.
+        """
         try:
             return self.context[name]
         except KeyError:
-            return Undefined(name)
+            return Undefined(name) if default is _NOTHING else default
 
     def page(self) -> Any:
         """The whole document; a layout defines it as an ``[html]`` method."""

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2_corpus import CASES, FLASK_TEMPLATES, Case, contexts
-from jinja2_corpus_filters import shout, small
+from jinja2_corpus_filters import SITE_NAME, shout, small
 
 from ptl_wsgi.idioms import NotConvertedError
 from ptl_wsgi.loader import Loader
@@ -32,7 +32,10 @@ def normalise(page: str) -> str:
 
 
 def jinja_environment(case: Case) -> jinja2.Environment:
+    from ptl_wsgi.tools.from_jinja2 import environment_options
+
     env = jinja2.Environment(
+        **environment_options(case.options),
         loader=jinja2.DictLoader(case.templates),
         autoescape=jinja2.select_autoescape(["html", "htm", "xml", "xhtml", "svg"], default=False),
         extensions=["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"],
@@ -41,6 +44,7 @@ def jinja_environment(case: Case) -> jinja2.Environment:
     if case.filters:
         env.filters["shout"] = shout
         env.tests["small"] = small
+        env.globals["SITE_NAME"] = SITE_NAME
     return env
 
 
@@ -59,7 +63,9 @@ def convert(case: Case, root: Path) -> tuple[Loader, int, str]:
     import io
 
     report = io.StringIO()
-    status = convert_tree(str(src), str(dest), "jinja2", filters=case.filters, out=report)
+    status = convert_tree(
+        str(src), str(dest), "jinja2", filters=case.filters, options=case.options, out=report
+    )
     return Loader([str(dest)]), status, report.getvalue()
 
 
@@ -205,3 +211,56 @@ def test_a_converted_flask_app_serves_the_same_pages(tmp_path: Path) -> None:
             ours = client.open(f"/?{query}&engine=ptl", method=method, data={"title": 'a"b'})
             assert theirs.status_code == ours.status_code == 200
             assert normalise(ours.text) == normalise(theirs.text), (query, method)
+
+
+URL_PARTS = st.sampled_from(
+    ["http://", "https://", "www.", "a", "b.com", ".", ",", "(", ")", "<", ">", "@", "x.org",
+     " ", "\n", "mailto:", "&", "/", "?q=1", ":80", "-", "1.2.3.4", "'", '"', "ftp:", "%"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(URL_PARTS, max_size=10).map("".join))
+def test_urlize_links_what_jinja2s_links(text: str) -> None:
+    from ptl_wsgi.filters import jinja2 as jinja
+
+    env = jinja2.Environment(autoescape=True)
+    template = "{{ x|urlize }}|{{ x|urlize(10, true, '_blank') }}|{{ x|urlize(rel='me') }}"
+    theirs = env.from_string(template).render(x=text)
+    ours = "|".join(
+        str(page)
+        for page in (
+            jinja.urlize(text, escaping=True),
+            jinja.urlize(text, 10, True, "_blank", escaping=True),
+            jinja.urlize(text, rel="me", escaping=True),
+        )
+    )
+    assert normalise(ours) == normalise(theirs)
+
+
+def test_engine_options_that_jinja2_has_not_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ptl_wsgi.cli import main as cli_main
+
+    (tmp_path / "a.html").write_text("x")
+    out = str(tmp_path / "out")
+    for option, message in [
+        ("nope=1", "--engine-option nope: Jinja2's options are trim_blocks"),
+        ("trim_blocks=maybe", "--engine-option trim_blocks: give true or false, not 'maybe'"),
+    ]:
+        args = ["convert", "--from-jinja2", str(tmp_path), "-o", out, "--engine-option", option]
+        assert cli_main(args) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_text_is_reported_and_the_others_converted(tmp_path: Path) -> None:
+    import io
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "logo.png").write_bytes(b"\x89PNG\xff\xfe")
+    (tmp_path / "src" / "page.html").write_text("<p>{{ x }}</p>")
+    report = io.StringIO()
+    assert convert_tree(str(tmp_path / "src"), str(tmp_path / "out"), "jinja2", out=report) == 1
+    assert report.getvalue().startswith("logo.png:1: template: not UTF-8 text")
+    assert Loader([str(tmp_path / "out")]).render("page.ptl", {"x": "<"}) == "<p>&lt;</p>"

@@ -300,3 +300,40 @@ def test_options_naming_nothing_are_errors(
     assert "--filters no_such_mod: No module named 'no_such_mod'" in capsys.readouterr().err
     assert cli_main(["convert", "--from-django", str(tmp_path), "-o", out]) == 2
     assert "--from-django is not available yet" in capsys.readouterr().err
+    assert (
+        cli_main(["convert", "--from-jinja2", str(tmp_path), "-o", out, "--engine-option", "x"])
+        == 2
+    )
+    assert "--engine-option 'x': give NAME=VALUE" in capsys.readouterr().err
+
+
+def test_an_output_ptl_refuses_becomes_a_reported_todo() -> None:
+    w = PTLWriter()
+    with w.block("def render [html] (tag, x):"):
+        w.origin = 3
+        w.text("<p>")
+        w.value("x")
+        w.text("</p>\n")
+        w.origin = 4
+        w.text("<")
+        w.value("tag")
+        w.text(">")
+    problems = w.compile_checked(_file("page.html"))
+    assert [(p.file, p.line, p.construct) for p in problems] == [("page.html", 4, "output")]
+    assert "no value may go here" in problems[0].reason
+    namespace = _module(w)
+    with pytest.raises(NotConvertedError, match=r"page\.html:4: output: PTL refuses it"):
+        namespace["render"]("b", "<x>")  # type: ignore[operator]
+
+
+def test_three_lines_of_text_alone_are_one_triple_quoted_literal() -> None:
+    w = PTLWriter()
+    with w.block("def render [html] (x):"):
+        w.text('<ul>\n  <li class="a">\\</li>\n  <li>b</li>\n')
+        w.value("x")
+        w.text("\n<p>\n'''\"\"\"\n</p>\n")
+    source = w.getvalue()
+    assert '    """\\\n<ul>\n  <li class="a">\\\\</li>\n  <li>b</li>\n"""\n' in source
+    assert source.count('"""') == 2  # the text holding both kinds of quotes: a line each
+    page = _module(w)["render"]("<")  # type: ignore[operator]
+    assert str(page) == '<ul>\n  <li class="a">\\</li>\n  <li>b</li>\n&lt;\n<p>\n\'\'\'"""\n</p>\n'

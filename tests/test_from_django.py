@@ -1,6 +1,6 @@
 """ptl-wsgi convert --from-django: Django's engine and the converted templates, compared.
 
-Every case of tests/dtl_corpus.py is rendered by Django's own engine and, converted,
+Every case of tests/support/dtl_corpus.py is rendered by Django's own engine and, converted,
 by ptl_wsgi's Django engine, on the same contexts; the pages must be identical after
 normalising how an escape is spelt (``&#x27;`` and ``&#39;``, ``&quot;`` and ``&#34;``).
 """

@@ -235,3 +235,17 @@ def test_a_layout_says_what_it_lacks() -> None:
         Page(other=1).page()
     with pytest.raises(NotImplementedError, match="defines no page"):
         Layout().page()
+
+
+def test_converted_names_and_a_layouts_lenient_get() -> None:
+    from ptl_wsgi.idioms import TODO, NotConvertedError, converted_name
+
+    assert [converted_name(n) for n in ("a.html", "d.v2/layout", "x.J2", "mail.txt.tmpl")] == [
+        "a.ptl", "d.v2/layout.ptl", "x.ptl", "mail.txt.tmpl.ptl",
+    ]  # fmt: skip
+    page = Layout(user="ann", **{"self": "a context value"})
+    assert page.get("self") == "a context value"
+    assert page.get("user") == "ann" and is_undefined(page.get("nobody"))
+    assert page.get("nobody", 3) == 3 and page.get("user", 3) == "ann"
+    with pytest.raises(NotConvertedError, match=r"not converted: a\.html:1: tag 'x': why"):
+        TODO("a.html:1: tag 'x': why")

@@ -26,6 +26,7 @@ from numbers import Number
 from typing import Any, NamedTuple
 from urllib.parse import quote_from_bytes
 
+from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmlescape, htmltext
 from ptl_wsgi.idioms import Undefined, at, converted_name, is_undefined
 from ptl_wsgi.loader import TemplateNotFound, loader_for
@@ -42,6 +43,7 @@ __all__ = [
     "default",
     "dictsort",
     "escape",
+    "extended",
     "filesizeformat",
     "first",
     "forceescape",
@@ -99,7 +101,7 @@ __all__ = [
 
 
 def _is_markup(value: object) -> bool:
-    return hasattr(value, "__html__")
+    return is_markup(value)
 
 
 def safe(value: Any) -> Any:
@@ -646,17 +648,97 @@ def _url_quote(value: Any, for_query: bool = False) -> str:
     return quoted.replace("%20", "+") if for_query else quoted
 
 
-def urlencode(value: Any) -> str:
-    """``|urlencode``: a string quoted for a URL path, or pairs as a query string."""
+def urlencode(value: Any) -> Any:
+    """``|urlencode``: a string quoted for a URL path, or pairs as a query string.
+
+    The result is markup (its ``&`` escaped): it holds no character HTML or a URL could
+    read as anything but itself, and as markup it goes into a URL's query as it is, as in
+    Jinja2 (``href="?{{ params|urlencode }}"``), where a string would be one value.
+    """
     if isinstance(value, str) or not isinstance(value, Iterable):
-        return _url_quote(value)
+        return htmlescape(_url_quote(value))
     pairs = value.items() if isinstance(value, Mapping) else iter(value)
-    return "&".join(f"{_url_quote(k, True)}={_url_quote(v, True)}" for k, v in pairs)
+    return htmlescape("&".join(f"{_url_quote(k, True)}={_url_quote(v, True)}" for k, v in pairs))
 
 
-def urlize(*args: Any, **kwargs: Any) -> Any:
-    """``|urlize`` is not provided: the converter reports it."""
-    raise NotImplementedError("urlize is not converted")
+# What urlize links: a web address (a scheme or www., or a name under a common top-level
+# domain, or an IP address after a scheme), with a port and a path, query or fragment.
+_WEB_ADDRESS = re.compile(
+    r"^(?:(?:https?://|www\.)(?:[\w%-]+\.)*(?:[a-z]{2,63}|xn--[\w%]{2,59})"
+    r"|(?:[\w%-]{2,63}\.)+(?:com|net|int|edu|gov|org|info|mil)"
+    r"|https?://(?:\d{1,3}(?:\.\d{1,3}){3}|\[(?:[\da-f]{0,4}:){2}(?:[\da-f]{0,4}:?){1,6}\]))"
+    r"(?::\d{1,5})?(?:[/?#]\S*)?$",
+    re.IGNORECASE,
+)
+_EMAIL_ADDRESS = re.compile(r"^\S+@\w[\w.-]*\.\w+$")
+_LEADING = re.compile(r"^(?:[(<]|&lt;)+")
+_TRAILING = re.compile(r"(?:[)>.,\n]|&gt;)+$")
+_SCHEME = re.compile(r"^[a-zA-Z][\w+.-]*:(?://)?$")
+
+
+def _link(word: str, attributes: str, limit: int | None, extra_schemes: tuple[str, ...]) -> str:
+    """*word* (escaped text) with the address in it made a link, as urlize does."""
+    lead = _LEADING.match(word)
+    head = lead.group() if lead else ""
+    middle = word[len(head) :]
+    tail = ""
+    trail = _TRAILING.search(middle)
+    if trail:
+        middle, tail = middle[: trail.start()], trail.group()
+    # A closing bracket that balances one in the address belongs to it.
+    for opening, closing in (("(", ")"), ("<", ">"), ("&lt;", "&gt;")):
+        missing = middle.count(opening) - middle.count(closing)
+        for _ in range(min(missing, tail.count(closing))):
+            end = tail.index(closing) + len(closing)
+            middle, tail = middle + tail[:end], tail[end:]
+    shown = middle if limit is None or len(middle) <= limit else middle[:limit] + "..."
+    if _WEB_ADDRESS.match(middle):
+        href = middle if middle.startswith(("http://", "https://")) else "https://" + middle
+        middle = f'<a href="{href}"{attributes}>{shown}</a>'
+    elif middle.startswith("mailto:") and _EMAIL_ADDRESS.match(middle[7:]):
+        middle = f'<a href="{middle}">{middle[7:]}</a>'
+    elif (
+        "@" in middle[1:]
+        and not middle.startswith(("www.", "@"))
+        and ":" not in middle
+        and _EMAIL_ADDRESS.match(middle)
+    ):
+        middle = f'<a href="mailto:{middle}">{middle}</a>'
+    else:
+        for scheme in extra_schemes:
+            if middle != scheme and middle.startswith(scheme):
+                middle = f'<a href="{middle}"{attributes}>{middle}</a>'
+    return head + middle + tail
+
+
+def urlize(
+    value: Any,
+    trim_url_limit: int | None = None,
+    nofollow: bool = False,
+    target: str | None = None,
+    rel: str | None = None,
+    extra_schemes: Iterable[str] | None = None,
+    *,
+    escaping: bool = False,
+) -> Any:
+    """``|urlize``: web and e-mail addresses in the text made links (``rel="noopener"``).
+
+    The text is escaped; *escaping* says whether the template escapes (the result is
+    then markup).  Links shown longer than *trim_url_limit* are cut and end in ``...``.
+    """
+    rel_values = set((rel or "").split()) | {"noopener"}
+    if nofollow:
+        rel_values.add("nofollow")
+    attributes = f' rel="{htmlescape(" ".join(sorted(rel_values)))}"'
+    if target:
+        attributes += f' target="{htmlescape(target)}"'
+    schemes = tuple(extra_schemes or ())
+    for scheme in schemes:
+        if _SCHEME.match(scheme) is None:
+            raise ValueError(f"{scheme!r} is not a valid URI scheme prefix.")
+    words = re.split(r"(\s+)", _markup_text(escape(value)))
+    rv = "".join(_link(w, attributes, trim_url_limit, schemes) for w in words)
+    return htmltext(rv) if escaping else rv
 
 
 def wordcount(s: Any) -> int:
@@ -739,6 +821,26 @@ GLOBALS = ("url_for", "get_flashed_messages", "config", "request", "session", "g
 def globals_only(context: Mapping[str, Any]) -> dict[str, Any]:
     """The part of *context* an ``{% import %}`` without context sees: the globals."""
     return {name: context[name] for name in GLOBALS if name in context}
+
+
+def extended(page: Any, importer: str, names: Any) -> Any:
+    """``{% extends name %}`` with a name computed at render time: *page* over that template.
+
+    *page* is the converted child's instance (its blocks); the result is an instance of a
+    class deriving from the child's class and then from the named template's, so the
+    child's blocks fill the parent's page and ``super()`` reaches the parent's blocks.
+    *names* may be a list: the first existing template is taken.
+    """
+    loader = loader_for(importer)
+    candidates = [names] if isinstance(names, str) else list(names)
+    for name in candidates:
+        try:
+            module = loader.module(converted_name(str(name)))
+        except TemplateNotFound:
+            continue
+        both = type("Template", (type(page), module.Template), {})
+        return both(**page.context)
+    raise LookupError(f"none of the templates {candidates!r} exists")
 
 
 def imported(template: Any) -> Any:
@@ -847,6 +949,11 @@ def is_boolean(value: Any) -> bool:
     return value is True or value is False
 
 
+def is_escaped(value: Any) -> bool:
+    """``is escaped``: markup (it has ``__html__``)."""
+    return is_markup(value)
+
+
 def is_sameas(value: Any, other: Any) -> bool:
     """``is sameas``: the very same object."""
     return value is other
@@ -910,7 +1017,7 @@ TESTS: dict[str, Callable[..., bool]] = {
     "eq": _eq,
     "equalto": _eq,
     "==": _eq,
-    "escaped": _is_markup,
+    "escaped": is_escaped,
     "even": lambda v: v % 2 == 0,
     "false": lambda v: v is False,
     "filter": is_filter,

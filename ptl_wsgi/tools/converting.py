@@ -16,8 +16,8 @@
   (``file:line: construct: reason``), printed, written into the output as a located
   ``TODO(...)`` that raises when a render reaches it, and the exit status is 1.
 * Writing: :class:`PTLWriter` writes the PTL source (indentation, template headers,
-  output literals merged and written as f-strings, comments kept, run-time names
-  imported without clashing with the template's own names).
+  output literals merged per line into f-strings, runs of text as triple-quoted literals,
+  comments kept, run-time names imported without clashing with the template's own names).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import importlib
 import keyword
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -43,6 +43,7 @@ __all__ = [
     "Job",
     "PTLWriter",
     "Problem",
+    "RefusedStatement",
     "TemplateFile",
     "collect",
     "convert_tree",
@@ -76,6 +77,18 @@ def escapes(name: str, autoescape: str, engine: str) -> bool:
     if engine == "django":
         return True
     return os.path.splitext(name)[1].lower() in HTML_SUFFIXES
+
+
+class RefusedStatement(Exception):
+    """PTL's compiler refused a statement the converter wrote for the original's *line*.
+
+    (Branches that leave HTML in different places: ``<input {% if c %}checked{% endif %}>``.)
+    """
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,8 @@ class Job:
     #: Modules named by ``--filters``, by name: their public names extend the engine's.
     filters: dict[str, ModuleType] = field(default_factory=dict)
     files: dict[str, TemplateFile] = field(default_factory=dict)
+    #: ``--engine-option NAME=VALUE``: the engine's own settings (Jinja2's syntax options).
+    options: dict[str, str] = field(default_factory=dict)
 
     def escapes(self, file: TemplateFile) -> bool:
         """Whether *file*'s original escaped its values (``--autoescape``)."""
@@ -195,12 +210,13 @@ def convert_tree(
     autoescape: str = "auto",
     exclude: Sequence[str] = (),
     filters: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
     out: TextIO | None = None,
 ) -> int:
     """Convert every template under *src* into *dest*; report; the exit status (0 or 1)."""
     out = sys.stderr if out is None else out
     converter = importlib.import_module(ENGINES[engine])
-    job = Job(engine, autoescape)
+    job = Job(engine, autoescape, options=dict(options or {}))
     for module_name in filters:
         job.filters[module_name] = importlib.import_module(module_name)
     files = collect(src, dest, exclude)
@@ -235,8 +251,16 @@ def main(
     autoescape: str = "auto",
     exclude: Sequence[str] = (),
     filters: Sequence[str] = (),
+    options: Sequence[str] = (),
 ) -> int:
     """The CLI's ``convert --from-ENGINE``: errors of use are messages and status 2."""
+    settings: dict[str, str] = {}
+    for option in options:
+        name, equals, value = option.partition("=")
+        if not equals or not name:
+            print(f"ptl-wsgi convert: --engine-option {option!r}: give NAME=VALUE", file=sys.stderr)
+            return 2
+        settings[name] = value
     try:
         importlib.import_module(ENGINES[engine])
     except ImportError as exc:
@@ -255,7 +279,13 @@ def main(
             return 2
     try:
         return convert_tree(
-            src, dest, engine, autoescape=autoescape, exclude=exclude, filters=filters
+            src,
+            dest,
+            engine,
+            autoescape=autoescape,
+            exclude=exclude,
+            filters=filters,
+            options=settings,
         )
     except (OSError, ValueError) as exc:
         print(f"ptl-wsgi convert: {exc}", file=sys.stderr)
@@ -279,6 +309,23 @@ def string_literal(text: str, quote: str = '"') -> str:
         else:
             out.append(c)
     return quote + "".join(out) + quote
+
+
+def _triple_quoted(text: str) -> str | None:
+    """*text* as a triple-quoted literal laid out as it reads, or None if it cannot be."""
+    for quote in ('"""', "'''"):
+        if quote in text or text.endswith(quote[0]):
+            continue
+        body = []
+        for c in text:
+            if c == "\\":
+                body.append("\\\\")
+            elif c != "\n" and (not c.isprintable() or c == "\r"):
+                body.append(repr(c)[1:-1])
+            else:
+                body.append(c)
+        return quote + "\\\n" + "".join(body) + quote
+    return None
 
 
 def _pick_quote(text: str) -> str:
@@ -320,6 +367,7 @@ class PTLWriter:
         #: The original's line the output being written comes from (for reports).
         self.origin = 0
         self._origins: dict[int, int] = {}  # index in _lines of an output line -> origin
+        self._statement_origins: dict[int, int] = {}  # the same for other lines
         self._body_start = 0  # the first body line's number in getvalue()
 
     # -- names -------------------------------------------------------------------------
@@ -357,6 +405,7 @@ class PTLWriter:
     def line(self, code: str) -> None:
         """One line of code at the current indentation (after the pending output)."""
         self.flush()
+        self._statement_origins[len(self._lines)] = self.origin
         self._lines.append(self._indent * self._level + code if code else "")
 
     def blank(self, count: int = 1) -> None:
@@ -412,6 +461,9 @@ class PTLWriter:
         index, level = mark
         self._lines[index:index] = [self._indent * level + line for line in lines]
         self._origins = {i + len(lines) if i >= index else i: o for i, o in self._origins.items()}
+        self._statement_origins = {
+            i + len(lines) if i >= index else i: o for i, o in self._statement_origins.items()
+        }
 
     # -- output ------------------------------------------------------------------------
 
@@ -429,8 +481,12 @@ class PTLWriter:
         self._pending.append(("result" if result else "value", expression))
 
     def flush(self) -> None:
-        """Write the pending output as statements: one per line of the original."""
+        """Write the pending output as statements: one per line of the original.
+
+        Three or more lines of text alone are one triple-quoted literal, as they stood.
+        """
         pending, self._pending = self._pending, []
+        statements: list[list[tuple[str, str]]] = []
         statement: list[tuple[str, str]] = []
         for kind, part in pending:
             if kind != "text":
@@ -439,11 +495,29 @@ class PTLWriter:
             while "\n" in part:
                 head, part = part.split("\n", 1)
                 statement.append(("text", head + "\n"))
-                self._write_output(statement)
+                statements.append(statement)
                 statement = []
             if part:
                 statement.append(("text", part))
-        self._write_output(statement)
+        statements.append(statement)
+        run: list[str] = []  # consecutive lines of text alone
+        for parts in statements:
+            if parts and all(kind == "text" for kind, _ in parts):
+                run.append("".join(part for _, part in parts))
+                continue
+            self._write_text_run(run)
+            run = []
+            self._write_output(parts)
+        self._write_text_run(run)
+
+    def _write_text_run(self, lines: list[str]) -> None:
+        text = "".join(lines)
+        literal = _triple_quoted(text) if len(lines) >= 3 else None
+        if literal is None:
+            for line in lines:
+                self._write_output([("text", line)])
+        else:
+            self._output_line(self._indent * self._level + literal)
 
     def _output_line(self, code: str) -> None:
         self._origins[len(self._lines)] = self.origin
@@ -535,7 +609,10 @@ class PTLWriter:
             except SyntaxError as exc:
                 index = (exc.lineno or 0) - self._body_start
                 if index not in self._origins:
-                    raise  # not an output line: the converter's own bug
+                    origin = self._statement_origins.get(index)
+                    if origin:  # an if/for PTL refuses: the converter may write it otherwise
+                        raise RefusedStatement(origin, exc.msg) from exc
+                    raise  # the converter's own bug
                 problem = Problem(
                     file.name, self._origins.pop(index) or 1, "output", f"PTL refuses it: {exc.msg}"
                 )

@@ -37,6 +37,7 @@ from ptl_wsgi.tools.converting import (
     Job,
     Problem,
     PTLWriter,
+    RefusedStatement,
     TemplateFile,
     string_literal,
 )
@@ -50,7 +51,10 @@ IDIOMS = "ptl_wsgi.idioms"
 I18N = "ptl_wsgi.i18n"
 I18N_NAMES = ("_", "gettext", "ngettext", "pgettext", "npgettext")
 # Layout's own attributes: a block or macro of one of these names gets another.
-LAYOUT_NAMES = {"page", "get", "context"}
+LAYOUT_NAMES = {"page", "get", "context", "extends_name"}
+# Filters whose result depends on whether their value is markup: a string constant piped
+# into them is plain text (str(...)), as it was in Jinja2.
+MARKUP_SENSITIVE_FILTERS = {"replace", "format", "join", "string", "length", "count", "wordcount"}
 # Filters whose result depends on whether the template escapes.
 AUTOESCAPE_FILTERS = {"join", "replace"}
 BINARY_OPERATORS = {
@@ -72,13 +76,17 @@ INLINE_TESTS = {
     "gt": "{0} > {1}", "greaterthan": "{0} > {1}", ">": "{0} > {1}", "ge": "{0} >= {1}",
     ">=": "{0} >= {1}", "in": "{0} in {1}", "string": "isinstance({0}, str)",
     "float": "isinstance({0}, float)", "callable": "callable({0})",
-    "escaped": 'hasattr({0}, "__html__")',
 }  # fmt: skip
 RUNTIME_TESTS = {
     "boolean": "is_boolean", "integer": "is_integer", "iterable": "is_iterable",
     "lower": "is_lower", "upper": "is_upper", "mapping": "is_mapping",
     "number": "is_number", "sequence": "is_sequence", "filter": "is_filter", "test": "is_test",
-    "sameas": "is_sameas",
+    "sameas": "is_sameas", "escaped": "is_escaped",
+}  # fmt: skip
+# Python's names the converted code calls: a template's own name is renamed (str_).
+GENERATED_NAMES = {
+    "str", "isinstance", "callable", "hasattr", "range", "dict", "slice", "abs", "super",
+    "Template", "render", "context", "scope", "__name__",
 }  # fmt: skip
 # Jinja2's default globals: Python's own, or the run-time module's.
 GLOBALS = {"range": "range", "dict": "dict"}
@@ -90,23 +98,55 @@ def q(value: str) -> str:
     return string_literal(value, "'" if '"' in value and "'" not in value else '"')
 
 
-def environment(unknown: set[str] | None = None, source: str = "") -> jinja2.Environment:
+# The settings of an Environment that change how a template reads (--engine-option).
+FLAG_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")
+TEXT_OPTIONS = (
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix",
+    "line_comment_prefix", "newline_sequence",
+)  # fmt: skip
+
+
+def environment_options(options: dict[str, str]) -> dict[str, Any]:
+    """*options* (``--engine-option`` values) as ``jinja2.Environment`` arguments."""
+    settings: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in FLAG_OPTIONS:
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(f"--engine-option {name}: give true or false, not {value!r}")
+            settings[name] = value.lower() in ("true", "1", "yes", "on")
+        elif name in TEXT_OPTIONS:
+            settings[name] = value.encode().decode("unicode_escape")  # (\r\n as written)
+        else:
+            known = ", ".join(FLAG_OPTIONS + TEXT_OPTIONS)
+            raise ValueError(f"--engine-option {name}: Jinja2's options are {known}")
+    return settings
+
+
+def environment(
+    unknown: set[str] | None = None, source: str = "", options: dict[str, str] | None = None
+) -> jinja2.Environment:
     """The environment templates are parsed with (Flask's settings, plus three extensions).
 
-    *unknown*: tags of extensions we do not have, parsed as markers to report.
+    *unknown*: tags of extensions we do not have, parsed as markers to report; *options*:
+    the app's syntax settings (``--engine-option``).
     """
     extensions: list[Any] = ["jinja2.ext.i18n", "jinja2.ext.do", "jinja2.ext.loopcontrols"]
     if unknown:
         extensions.append(_unknown_tags(unknown, source))
-    env = jinja2.Environment(extensions=extensions)
+    env = jinja2.Environment(extensions=extensions, **environment_options(options or {}))
     env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
     return env
 
 
 def convert_file(file: TemplateFile, job: Job) -> Converted:
     """Convert the template *file* of *job*'s tree."""
-    with open(file.source_path, encoding="utf-8") as f:
-        source = f.read()
+    try:
+        with open(file.source_path, encoding="utf-8") as f:
+            source = f.read()
+    except UnicodeDecodeError as exc:
+        problem = Problem(file.name, 1, "template", f"not UTF-8 text, as Jinja2 reads it: {exc}")
+        return _not_converted(file, job, problem)
     return convert_source(source, file, job)
 
 
@@ -114,7 +154,7 @@ def convert_source(source: str, file: TemplateFile, job: Job) -> Converted:
     """Convert the Jinja2 template *source* (of *file*, in *job*'s tree) to a PTL module."""
     unknown: set[str] = set()
     while True:
-        env = environment(unknown, source)
+        env = environment(unknown, source, job.options)
         try:
             tree = env.parse(source, file.name, file.name)
             break
@@ -125,8 +165,23 @@ def convert_source(source: str, file: TemplateFile, job: Job) -> Converted:
             if match is None or match.group(1) in unknown or len(unknown) > 50:
                 return _unparsable(file, job, exc)
             unknown.add(match.group(1))
-    converter = _Converter(file, job, source, tree, env)
-    return converter.run()
+    # A statement PTL refuses as written (branches ending in different HTML contexts) is
+    # written again as a fragment (a nested template whose markup is inserted), then, if
+    # still refused, reported.
+    fragments: set[int] = set()
+    refused: dict[int, str] = {}
+    while True:
+        converter = _Converter(file, job, source, tree, env, fragments, refused)
+        try:
+            return converter.run()
+        except RefusedStatement as exc:
+            if exc.line in refused:  # not an if or a for: the template as a whole
+                problem = Problem(file.name, exc.line, "template", f"PTL refuses it: {exc.reason}")
+                return _not_converted(file, job, problem)
+            if exc.line in fragments:
+                refused[exc.line] = exc.reason
+            else:
+                fragments.add(exc.line)
 
 
 UNKNOWN_TAG = "__ptl_unknown_tag__"
@@ -157,6 +212,11 @@ def _unparsable(file: TemplateFile, job: Job, exc: jinja2.TemplateSyntaxError) -
     problem = Problem(
         file.name, exc.lineno or 1, "template", f"Jinja2 cannot parse it: {exc.message}"
     )
+    return _not_converted(file, job, problem)
+
+
+def _not_converted(file: TemplateFile, job: Job, problem: Problem) -> Converted:
+    """A module whose ``render`` is the located TODO of *problem*."""
     w = PTLWriter()
     w.header(f"Converted from {file.name} by ptl-wsgi convert --from-jinja2: not converted.")
     html = "html" if job.escapes(file) else "plain"
@@ -196,7 +256,12 @@ class _Converter:
         source: str,
         tree: nodes.Template,
         env: jinja2.Environment,
+        fragments: set[int] | None = None,
+        refused: dict[int, str] | None = None,
     ) -> None:
+        #: Lines whose if/for statements are written as fragments; those PTL refuses.
+        self.fragments = fragments or set()
+        self.refused = refused or {}
         self.file = file
         self.job = job
         self.tree = tree
@@ -282,7 +347,10 @@ class _Converter:
         return self.w.use(IDIOMS, name)
 
     def python_name(self, name: str) -> str:
-        return name + "_" if keyword.iskeyword(name) else name
+        """The Python name of the Jinja2 name *name*: not a keyword, nor a name we call."""
+        if keyword.iskeyword(name) or name in GENERATED_NAMES:
+            return name + "_"
+        return name
 
     def module(self, node: nodes.Node, name: Any, construct: str) -> str | None:
         """The alias of the converted module of template *name*; None (reported) if unknown."""
@@ -331,6 +399,10 @@ class _Converter:
             return "self"
         python = self.python_name(name)
         code = f"self.get({q(name)})"
+        module = self.job.custom(name)
+        if module is not None:  # a global of a --filters module, unless the context has it
+            self.w.import_line(f"import {module}")
+            code = f"self.get({q(name)}, {module}.{name})"
         if method.scoped:
             code = f"scope.get({q(name)}, {code})"
         method.preamble.setdefault(python, code)
@@ -383,6 +455,7 @@ class _Converter:
             if nested not in extends:
                 self.report(nested, "extends", "only a template's top level can extend another")
         parent = None
+        dynamic = None  # {% extends name %}: the class is made at render time
         if extends:
             if len(extends) > 1:
                 self.report(extends[1], "extends", "a template extends one template")
@@ -390,21 +463,25 @@ class _Converter:
                 extends[0].template.value if isinstance(extends[0].template, nodes.Const) else None
             )
             if name is None:
-                self.report(extends[0], "extends", "a template name computed at render time")
+                dynamic = extends[0].template
             else:
                 parent = self.module(extends[0], name, "extends")
-        inherited = self._inherited_blocks(extends[0]) if extends else {}
+        inherited: dict[str, bool] = {}
+        ancestor_macros: set[str] = set()
+        if extends:
+            inherited, ancestor_macros = self._ancestors(extends[0])
         all_blocks = list(self.tree.find_all(nodes.Block))
-        block_names = {b.name for b in all_blocks} | set(inherited)
         self.scoped = {name for name, scoped in inherited.items() if scoped}
         self.scoped |= {b.name for b in all_blocks if b.scoped}
-        for block in [*all_blocks]:
-            self.blocks[block.name] = self._method_name(block.name, LAYOUT_NAMES, "_block")
-        for name in inherited:
-            self.blocks.setdefault(name, self._method_name(name, LAYOUT_NAMES, "_block"))
         top_macros = [n for n in body if isinstance(n, nodes.Macro)]
+        # Macros keep their names (other templates import them by name); a block that has
+        # a macro's name in the hierarchy becomes name_block, in every template of it.
+        macro_names = {m.name for m in top_macros} | ancestor_macros
+        for name in [*(b.name for b in all_blocks), *inherited]:
+            taken = LAYOUT_NAMES | macro_names
+            self.blocks.setdefault(name, self._method_name(name, taken, "_block"))
         for macro in top_macros:
-            taken = LAYOUT_NAMES | {self.blocks.get(n, n) for n in block_names}
+            taken = LAYOUT_NAMES | (set(inherited) - ancestor_macros)
             self.macros[macro.name] = self._method_name(macro.name, taken, "_macro")
         for node in body:
             self._collect_imports(node)
@@ -418,7 +495,7 @@ class _Converter:
         self._reads: dict[str, int] = {}
         self._top = False
         with w.block(f"class Template({base}):"):
-            if extends and parent:
+            if extends and (parent or dynamic is not None):
                 # A child's top level: what stands before {% extends %} is output, as in
                 # Jinja2; after it, only assignments count (its blocks are methods).
                 first = body.index(extends[0])
@@ -434,6 +511,9 @@ class _Converter:
             else:
                 page = [n for n in body if not isinstance(n, nodes.Macro)]
                 self._write_method("page", [], page, top=True)
+            if dynamic is not None:
+                w.blank()
+                self._write_extends_name(dynamic)
             for block in all_blocks:
                 w.blank()
                 self._write_block(block)
@@ -442,11 +522,27 @@ class _Converter:
                 self._write_macro(macro, self.macros[macro.name], method=True)
         w.blank(2)
         with w.block(f"def render [{self.kind}] (**context):"):
-            w.value("Template(**context).page()", result=True)
+            if dynamic is None:
+                w.value("Template(**context).page()", result=True)
+            else:
+                # The blocks over the template named at render time, as Jinja2 does.
+                w.line("page = Template(**context)")
+                extended = f"{self.jinja}.extended(page, __name__, page.extends_name())"
+                w.value(f"{extended}.page()", result=True)
         for _, text, _owner in self.comments:  # after the last statement
             w.comment(text)
         self.problems += w.compile_checked(self.file)
         return Converted(w.getvalue(), self.problems)
+
+    def _write_extends_name(self, template: nodes.Expr) -> None:
+        """The method giving the name a ``{% extends name %}`` computes (in the context)."""
+        outer, self.method = self.method, _Method("extends_name", [_Scope()])
+        with self.w.block("def extends_name(self):"):
+            mark = self.w.mark()
+            self.w.line(f"return {self.expr(template, text=False)}")
+            preamble = [f"{python} = {code}" for python, code in self.method.preamble.items()]
+            self.w.insert(mark, preamble)
+        self.method = outer
 
     def _method_name(self, name: str, taken: set[str], suffix: str) -> str:
         python = self.python_name(name)
@@ -454,27 +550,31 @@ class _Converter:
             python += suffix
         return python
 
-    def _inherited_blocks(
+    def _ancestors(
         self, extends: nodes.Extends, seen: set[str] | None = None
-    ) -> dict[str, bool]:
-        """The blocks of the templates this one extends, each with whether it is scoped."""
+    ) -> tuple[dict[str, bool], set[str]]:
+        """The blocks (each with whether it is scoped) and the top-level macros of the
+        templates this one extends: the methods of the classes it derives from."""
         seen = seen or set()
         name = extends.template.value if isinstance(extends.template, nodes.Const) else None
         target = self.job.resolve(name) if isinstance(name, str) else None
         if target is None or target.name in seen:
-            return {}
+            return {}, set()
         seen.add(target.name)
         try:
             with open(target.source_path, encoding="utf-8") as f:
                 tree = self.env.parse(f.read())
         except (OSError, UnicodeDecodeError, jinja2.TemplateSyntaxError):
-            return {}
-        found: dict[str, bool] = {}
+            return {}, set()
+        blocks: dict[str, bool] = {}
+        macros = {n.name for n in tree.body if isinstance(n, nodes.Macro)}
         for parent in tree.find_all(nodes.Extends):
-            found.update(self._inherited_blocks(parent, seen))
+            more_blocks, more_macros = self._ancestors(parent, seen)
+            blocks.update(more_blocks)
+            macros |= more_macros
         for block in tree.find_all(nodes.Block):
-            found[block.name] = found.get(block.name, False) or block.scoped
-        return found
+            blocks[block.name] = blocks.get(block.name, False) or block.scoped
+        return blocks, macros
 
     def _collect_imports(self, node: nodes.Node) -> None:
         if not isinstance(node, (nodes.Import, nodes.FromImport)):
@@ -522,7 +622,7 @@ class _Converter:
         if macro is not None:
             for arg in macro.args:
                 self.method.scopes[0].names[arg.name] = self.python_name(arg.name)
-            for special in ("caller", "varargs", "kwargs"):
+            for special in _specials(macro):
                 self.method.scopes[0].names[special] = special
         with w.block(f"def {name} [{self.kind}] ({head}):"):
             mark = w.mark()
@@ -563,7 +663,7 @@ class _Converter:
         with self.scope(isolated=True) as scope:
             for arg in macro.args:
                 scope.names[arg.name] = self.python_name(arg.name)
-            for special in ("caller", "varargs", "kwargs"):
+            for special in _specials(macro):
                 scope.names[special] = special
             with self.w.block(f"def {python} [{self.kind}] ({', '.join(params)}):"):
                 self._macro_defaults(macro)
@@ -610,11 +710,31 @@ class _Converter:
             self.statement(node)
 
     def statement(self, node: nodes.Node) -> None:
+        if node.lineno in self.refused and isinstance(node, (nodes.If, nodes.For)):
+            reason = f"PTL refuses it: {self.refused[node.lineno]}"
+            self.todo(node, type(node).__name__.lower(), reason)
+            return
+        if node.lineno in self.fragments and isinstance(node, (nodes.If, nodes.For)):
+            self._fragment(node)
+            return
         handler = getattr(self, "stmt_" + type(node).__name__, None)
         if handler is None:
             self.todo(node, type(node).__name__, "this Jinja2 statement is not converted")
             return
         handler(node)
+
+    def _fragment(self, node: nodes.Node) -> None:
+        """*node* as a nested template whose markup is inserted where it stands.
+
+        For an ``{% if %}`` inside a tag (``<input {% if c %}checked{% endif %}>``): PTL
+        follows the HTML through each branch and refuses branches that leave it in
+        different places; a fragment's markup is one value there, as Jinja2's output is.
+        """
+        function = self.w.fresh("fragment")
+        with self.scope(isolated=True), self.w.block(f"def {function} [{self.kind}] ():"):
+            handler = getattr(self, "stmt_" + type(node).__name__)
+            handler(node)
+        self.w.value(f"{function}()", result=True)
 
     def stmt_Output(self, node: nodes.Output) -> None:
         for child in node.nodes:
@@ -650,7 +770,7 @@ class _Converter:
 
     def output(self, node: nodes.Expr) -> str:
         """A value output here, escaped as the original's ``{{ }}`` escaped it."""
-        code = self.expr(node)
+        code = _bare(self.expr(node))
         if self.autoescape[-1] == self.html:
             return code
         if self.html:  # {% autoescape false %} in an escaping template: as it is
@@ -883,16 +1003,19 @@ class _Converter:
     def stmt_CallBlock(self, node: nodes.CallBlock) -> None:
         caller = self.w.fresh("caller")
         undefined = self.idiom("undefined")
-        with self.scope(isolated=True) as scope:
+        with self.scope(isolated=True):
+            defaults = [self.expr(d) for d in node.defaults]  # (in the caller's scope)
+            first_default = len(node.args) - len(defaults)
             params = []
-            for arg in node.args:
+            for i, arg in enumerate(node.args):
                 python = self.bind(arg.name, node)
-                params.append(f"{python}={undefined}")
+                default = defaults[i - first_default] if i >= first_default else undefined
+                params.append(f"{python}={default}")
             with self.w.block(f"def {caller} [{self.kind}] ({', '.join(params)}):"):
                 self.statements(node.body)
-            del scope
-        call = self.call(node.call, extra=f"caller={caller}")
-        self.w.value(call)
+        self.w.value(
+            self.call(node.call, extra=f"caller={caller}"), result=self._is_result(node.call)
+        )
 
     def stmt_ExprStmt(self, node: nodes.ExprStmt) -> None:
         call = node.node
@@ -939,7 +1062,7 @@ class _Converter:
     # filter's value or argument, an operand, a macro's argument): plain str() then.
     _plain = False
 
-    def _items(self, items: Sequence[nodes.Node]) -> list[str]:
+    def _items(self, items: Sequence[nodes.Node | None]) -> list[str]:
         outer, self._plain = self._plain, True
         try:
             return [self.expr(item) for item in items]
@@ -1038,7 +1161,11 @@ class _Converter:
         return f"{self.jinja}.safe({inner})" if self.autoescape[-1] else inner
 
     def expr_Filter(self, node: nodes.Filter, text: bool) -> str:
-        return self.filter(node, self._items([node.node])[0])
+        if node.node is None:
+            return self.filter(node, "None")
+        if node.name in MARKUP_SENSITIVE_FILTERS:
+            return self.filter(node, self._items([node.node])[0])
+        return self.filter(node, self.expr(node.node))
 
     def expr_Test(self, node: nodes.Test, text: bool) -> str:
         value = self.expr(node.node, text=False)
@@ -1072,11 +1199,9 @@ class _Converter:
 
         if name in FILTERS:
             function = FILTERS[name]
-            if name == "urlize":
-                return self.todo_value(node, "filter 'urlize'", "urlize is not converted")
             if name in AUTOESCAPE_FILTERS and self.autoescape[-1]:
                 args.append("autoescape=True")
-            if name == "xmlattr" and self.autoescape[-1]:
+            if name in ("xmlattr", "urlize") and self.autoescape[-1]:
                 args.append("escaping=True")
             callee = "abs" if function == "abs" else f"{self.jinja}.{function}"
             return f"{callee}({', '.join(args)})"
@@ -1089,6 +1214,8 @@ class _Converter:
         )
 
     def _arguments(self, node: nodes.Filter | nodes.Call | nodes.Test) -> list[str]:
+        # A filter's arguments are plain text: they may end up in its result (a fill value
+        # in a list, a default) or decide how it treats markup (replace).
         outer, self._plain = self._plain, True
         try:
             return self._arguments_of(node)
@@ -1118,7 +1245,7 @@ class _Converter:
             method = self.method
             if method is None or method.block is None:
                 return self.todo_value(node, "super()", "super() outside a block")
-            return f"super().{method.block}()"
+            return f"super().{method.block}({'**scope' if method.scoped else ''})"
         if (
             isinstance(callee, nodes.Name)
             and callee.name in I18N_NAMES
@@ -1133,8 +1260,9 @@ class _Converter:
         if isinstance(callee, nodes.Name) and callee.name == "lipsum" and not self._bound("lipsum"):
             return self.todo_value(node, "lipsum()", "random text is not converted")
         function = self.expr(callee, text=False)
-        macro = function.startswith("self.") or self._is_template_call(callee)
-        outer, self._plain = self._plain, macro or self._plain
+        # Arguments are values: a string constant holding <>&"' is plain text (str(...)),
+        # any other shows the same as markup, and reads as written.
+        outer, self._plain = self._plain, False
         try:
             args = [self.expr(a) for a in node.args]
             for kw in node.kwargs:
@@ -1152,16 +1280,6 @@ class _Converter:
         if extra:
             args.append(extra)
         return f"{function}({', '.join(args)})"
-
-    def _is_template_call(self, callee: nodes.Node) -> bool:
-        """Whether *callee* is a macro (imported, or ``caller``): its arguments are output."""
-        if isinstance(callee, nodes.Name):
-            return callee.name in self.imports or callee.name == "caller"
-        return (
-            isinstance(callee, nodes.Getattr)
-            and isinstance(callee.node, nodes.Name)
-            and (callee.node.name in self.imports)
-        )
 
     def _bound(self, name: str) -> bool:
         method = self.method
@@ -1219,3 +1337,9 @@ def _block_filter(node: nodes.Filter) -> bool:
     while isinstance(inner, nodes.Filter):
         inner = inner.node
     return inner is None
+
+
+def _specials(macro: nodes.Macro) -> list[str]:
+    """The names Jinja2 gives a macro that its body uses: ``caller``, ``varargs``, ``kwargs``."""
+    used = {n.name for n in macro.find_all(nodes.Name)}
+    return [name for name in ("caller", "varargs", "kwargs") if name in used]

@@ -1,0 +1,136 @@
+"""The benchmark scripts run, with tiny counts: they must work, not be fast.
+
+No timing is asserted: a target may be missed on a loaded machine, and the
+scripts then exit 1, which is their job.  What must hold is that each one runs
+to its verdict, states it, and that its exit status agrees with it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_run_script() -> ModuleType:
+    # By path, not through sys.path: benchmarks/ holds modules named like common ones.
+    spec = importlib.util.spec_from_file_location("_bench_run", ROOT / "benchmarks" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_run = _load_run_script()
+
+VERDICT = re.compile(r"\*\*(met|NOT met)\*\*")
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def assert_verdicts_agree(result: subprocess.CompletedProcess[str], count: int) -> None:
+    assert result.returncode in (0, 1), result.stderr
+    verdicts = VERDICT.findall(result.stdout)
+    assert len(verdicts) == count, result.stdout
+    assert result.returncode == (1 if "NOT met" in verdicts else 0), result.stdout
+
+
+@pytest.mark.slow
+def test_startup_script_runs() -> None:
+    result = run_script("benchmarks/startup.py", "--runs", "1")
+    assert_verdicts_agree(result, 1)
+    for row in ("ptl_wsgi (Loader), bare venv", "Jinja2", "Quixote 3.8 PTL", "hello.cgi"):
+        assert f"| {row}" in result.stdout
+    # The cached render imports none of the heavy modules, in either venv.
+    assert re.search(r"\| ptl_wsgi \(Loader\) \|[^\n]*\| - \|", result.stdout), result.stdout
+
+
+@pytest.mark.slow
+def test_styles_script_runs() -> None:
+    result = run_script("benchmarks/styles.py", "--quick", "--rounds", "1")
+    assert_verdicts_agree(result, 4)  # two targets for each of bigtable and page
+    for style in ("stmt", "f", "pct", "format", "Jinja2"):
+        assert f"| bigtable | {style} |" in result.stdout and f"| page | {style} |" in result.stdout
+
+
+@pytest.mark.slow
+def test_end_to_end_script_runs() -> None:
+    result = run_script("benchmarks/end_to_end.py", "--rounds", "1", "--seconds", "0.005")
+    # Flask against Jinja2; Django against DTL and its Jinja2 backend: two targets each.
+    assert_verdicts_agree(result, 6)
+    for line in (
+        "| template part | PTL |",
+        "| whole request | DTL |",
+        "| whole request | Jinja2 |",
+    ):
+        assert line in result.stdout
+
+
+@pytest.mark.slow
+def test_serve_pages_script_runs_and_stops_its_servers() -> None:
+    result = run_script("benchmarks/serve_pages.py", "--requests", "20", "--rounds", "1")
+    assert_verdicts_agree(result, 2)
+    assert "| DTL |" in result.stdout and "| Jinja2 |" in result.stdout
+    # Stopped: no gunicorn of this script is left serving its app.
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "end_to_end:served(" not in ps
+
+
+def test_run_collects_every_stated_target() -> None:
+    output = (
+        "| table |\n"
+        "- flask: template part <= 0.2x Jinja2: **met** (0.113x)\n"
+        "Target: ptl_wsgi at most 8 ms (wall) over `python -c pass`: **NOT met** (at worst 9 ms).\n"
+        "- At least 2x markupsafe on short strings: **not met** (at least 1.5x).\n"
+    )
+    rows = bench_run.targets_in("X", output, 1)
+    assert rows == [
+        ("X", "flask: template part <= 0.2x Jinja2", True, "(0.113x)"),
+        ("X", "ptl_wsgi at most 8 ms (wall) over `python -c pass`", False, "(at worst 9 ms)."),
+        ("X", "At least 2x markupsafe on short strings", False, "(at least 1.5x)."),
+    ]
+    # A script that fails without naming a target is a missed target of its own.
+    crashed = bench_run.targets_in("Y", "- a: **met** (1)\nTraceback ...\n", 2)
+    assert crashed[-1] == ("Y", "runs to the end (exit status 0)", False, "exit status 2")
+    assert bench_run.targets_in("Z", "- a: **met** (1)\n", 0) == [("Z", "a", True, "(1)")]
+    table = bench_run.summary(rows)
+    assert table[3] == (
+        "| X | ptl_wsgi at most 8 ms (wall) over `python -c pass` | **MISSED** | (at worst 9 ms). |"
+    )
+
+
+@pytest.mark.slow
+def test_converted_script_runs() -> None:
+    result = run_script("benchmarks/converted.py", "--rounds", "1", "--seconds", "0.005")
+    if sys.version_info < (3, 14):
+        assert result.returncode == 1 and "Python 3.14+" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    for style in ("stmt", "f", "pct", "format"):
+        assert f"| bigtable | {style} |" in result.stdout and f"| page | {style} |" in result.stdout
+
+
+@pytest.mark.slow
+def test_from_jinja2_script_runs() -> None:
+    result = run_script("benchmarks/from_jinja2.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
