@@ -85,11 +85,20 @@ STRING_IF_INVALID = ""
 
 def _to_django(value: Any) -> Any:
     """*value* as Django's filters see it: markup of any kind is a ``SafeString``."""
+    if type(value) is str or not isinstance(value, str) or not is_markup(value):
+        return value  # (the common cases first: no Django needed)
     from django.utils.safestring import SafeData, SafeString
 
-    if isinstance(value, str) and is_markup(value) and not isinstance(value, SafeData):
-        return SafeString(value)
-    return value
+    return value if isinstance(value, SafeData) else SafeString(value)
+
+
+@functools.cache
+def _shown() -> Callable[[Any], Any]:
+    """Django's way from a value to its text: the current time zone, then the locale."""
+    from django.utils.formats import localize
+    from django.utils.timezone import template_localtime
+
+    return lambda value: localize(template_localtime(value))
 
 
 # -- variables ---------------------------------------------------------------------------
@@ -209,11 +218,10 @@ def show(value: Any, autoescape: bool | None = None) -> Any:
     """
     if isinstance(value, Undefined):
         value = STRING_IF_INVALID
+    if type(value) is str:  # (the common case: text, shown as it is)
+        return value if _escaping(autoescape) else htmltext(value)
     if not isinstance(value, str) or is_markup(value):
-        from django.utils.formats import localize
-        from django.utils.timezone import template_localtime
-
-        value = localize(template_localtime(value))
+        value = _shown()(value)
     if not _escaping(autoescape):
         return htmltext(str(value))
     if is_markup(value):

@@ -130,6 +130,13 @@ def test_converted_script_runs() -> None:
 
 
 @pytest.mark.slow
+def test_from_django_script_runs() -> None:
+    result = run_script("benchmarks/from_django.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
+
+
+@pytest.mark.slow
 def test_from_jinja2_script_runs() -> None:
     result = run_script("benchmarks/from_jinja2.py", "--rounds", "1", "--seconds", "0.005")
     assert result.returncode == 0, result.stderr
