@@ -47,7 +47,8 @@ TEMPLATES = {
 {% for question in questions %}
   <section class="{% cycle 'odd' 'even' %}" id="q{{ forloop.counter }}">
     <h2><a href="{% url 'detail' question.id %}">{{ question.text|capfirst }}</a></h2>
-    {% with total=question.choices|length %}<p>{{ total }} choice{{ total|pluralize }}</p>{% endwith %}
+    {% with total=question.choices|length %}
+    <p>{{ total }} choice{{ total|pluralize }}</p>{% endwith %}
     <ul>
     {% for choice in question.choices %}
       <li>{{ choice.text }} -- {{ choice.votes }} vote{{ choice.votes|pluralize }}</li>
@@ -82,9 +83,7 @@ def configure() -> None:
         TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates"}],
     )
     django.setup()
-    urlpatterns.extend(
-        [path("", index, name="index"), path("<int:pk>/", index, name="detail")]
-    )
+    urlpatterns.extend([path("", index, name="index"), path("<int:pk>/", index, name="detail")])
 
 
 def context(questions: int) -> dict[str, Any]:
