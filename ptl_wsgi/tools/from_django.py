@@ -36,6 +36,7 @@ from ptl_wsgi.tools.converting import (
     Job,
     Problem,
     PTLWriter,
+    RefusedStatement,
     TemplateFile,
     string_literal,
 )
@@ -1139,10 +1140,13 @@ class _Converter:
         """
         try:
             self.problems += self.w.compile_checked(self.file)
-        except SyntaxError as exc:
-            problem = Problem(
-                self.file.name, self.w.origin or 1, "template", f"PTL refuses it: {exc.msg}"
+        except (SyntaxError, RefusedStatement) as exc:
+            line, reason = (
+                (exc.line, exc.reason)
+                if isinstance(exc, RefusedStatement)
+                else (self.w.origin or 1, str(exc.msg))
             )
+            problem = Problem(self.file.name, line or 1, "template", f"PTL refuses it: {reason}")
             self.problems.append(problem)
             w = PTLWriter(reserved={_DJ})
             w.header(f"Converted from the Django template {self.file.name} by ptl-wsgi convert.")
