@@ -27,6 +27,8 @@ from ptl_wsgi.publish import Publisher
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DB = HERE / "notes.sqlite3"
+#: The largest rowid SQLite stores (a signed 64-bit INTEGER).
+MAX_ROW_ID = 2**63 - 1
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -69,6 +71,9 @@ class NoteStore:
             return [dict(row) for row in rows]
 
     def get(self, note_id: int) -> dict[str, Any] | None:
+        """The note *note_id*, or None; an id SQLite cannot hold (from a URL, XML-RPC) is none."""
+        if type(note_id) is not int or not 0 < note_id <= MAX_ROW_ID:
+            return None
         with self._connect() as db:
             row = db.execute("SELECT * FROM notes WHERE id = ?", (note_id,)).fetchone()
             return dict(row) if row else None

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "example_sites" / "serve.py"
 ARTIFACTS = ROOT / "test-artifacts" / "demo"
-SITES = ("/flask/", "/django/", "/wsgi/", "/cgi/")
+SITES = ("/flask/", "/django/", "/wsgi/", "/starlette/", "/cgi/")
 BROWSER_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -80,6 +80,8 @@ def test_index_links_every_site(demo: str) -> None:
         ("/django/", "<h1>Notes</h1>"),
         ("/wsgi/", "<h1>Notes</h1>"),
         ("/wsgi/about", "/wsgi"),
+        ("/starlette/", "<h1>Facts about PTL</h1>"),
+        ("/starlette/stream", '<a href="http://127.0.0.1'),
         ("/cgi/", "Hello, world!"),
     ],
 )
@@ -104,6 +106,7 @@ def test_links_honour_the_mount_point(demo: str) -> None:
         ("/flask/", 'href="/flask/entries/'),
         ("/django/", 'href="/django/admin/login/'),
         ("/wsgi/", 'href="/wsgi/notes/"'),
+        ("/starlette/", '/starlette/facts/1">'),
     ]:
         assert link in get(demo + path)[2]
 
@@ -112,7 +115,7 @@ def test_unknown_paths_are_404(demo: str) -> None:
     assert get(demo + "/nowhere")[0] == 404
 
 
-@pytest.mark.parametrize("site", ["/flask/", "/django/", "/wsgi/"])
+@pytest.mark.parametrize("site", ["/flask/", "/django/", "/wsgi/", "/starlette/"])
 def test_each_site_has_its_own_404_page(demo: str, site: str) -> None:
     status, headers, body = get(demo + site + "no/such/<page>")
     assert status == 404
@@ -122,7 +125,7 @@ def test_each_site_has_its_own_404_page(demo: str, site: str) -> None:
     assert "Traceback" not in body  # Django runs with DEBUG off in the demo
 
 
-@pytest.mark.parametrize("site", ["", "/flask", "/django", "/wsgi"])
+@pytest.mark.parametrize("site", ["", "/flask", "/django", "/wsgi", "/starlette"])
 def test_favicons(demo: str, site: str) -> None:
     status, headers, body = get(f"{demo}{site}/favicon.svg")
     assert status == 200

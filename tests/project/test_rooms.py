@@ -53,10 +53,13 @@ LAYERS: dict[str, int] = {
     "i18n": 3,
     "loader": 3,
     "wsgi": 4,
+    "asgi": 4,
     **dict.fromkeys(
         ["publish", "xmlrpc", "cgiapp", "cgi", "devserver", "forms", "forms.widgets", "forms.csrf",
-         "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_django",
-         "contrib.flask", "contrib.django", "contrib.django_i18n",
+         "forms.form", "forms.adapters", "contrib.forms_flask", "contrib.forms_quart",
+         "contrib.forms_django",
+         "contrib.flask_core", "contrib.flask", "contrib.quart", "contrib.django",
+         "contrib.django_i18n", "contrib.starlette", "contrib.litestar",
          "contrib.django_i18n.management", "contrib.django_i18n.management.commands",
          "contrib.django_i18n.management.commands.makemessages"],
         5,
@@ -70,14 +73,10 @@ ALLOWED_CYCLE_EDGES: tuple[tuple[str, str], ...] = ()
 # Read inside functions; the package's metadata, not one of its rooms.
 METADATA = "__version__"
 # Old names of rooms that moved (ptl_wsgi._MOVED_MODULES): importable, deprecated, and
-# used by no room but these, each with the reason.
+# used by no room (this table would list any that did, each with the reason).
 MOVED = {old.removeprefix("ptl_wsgi."): new[0].removeprefix("ptl_wsgi.")
          for old, new in ptl_wsgi._MOVED_MODULES.items()}  # fmt: skip
-STILL_USING_A_MOVED_NAME = {
-    # contrib/flask.py is being rewritten on the branch of the Flask seam (issue #30), which
-    # renames its "from ptl_wsgi import output".
-    "contrib.flask": {"output"},
-}
+STILL_USING_A_MOVED_NAME: dict[str, set[str]] = {}
 
 
 def _room(path: Path) -> str:
