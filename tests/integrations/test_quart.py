@@ -702,3 +702,19 @@ def test_quart_forms_without_a_secret_key_are_a_clear_error() -> None:
 
     with pytest.raises(RuntimeError, match=r"QuartCSRF needs app.config\['SECRET_KEY'\]"):
         run(make())
+
+
+@pytest.mark.parametrize("ptl_csp", [True, False])
+def test_under_the_asgi_csp_middleware_quart_uses_its_nonce(tmp_path: Path, ptl_csp: bool) -> None:
+    # One nonce per request whoever makes it: the ASGI middleware's, in the scope, is the one
+    # the Quart hooks find (as Flask's find the WSGI middleware's in the environ).
+    from ptl_wsgi.asgi import CSP
+
+    app = csp_app(tmp_path, PTL_CSP=ptl_csp)
+    app.asgi_app = CSP(app.asgi_app)  # type: ignore[method-assign]
+    # page.ptl takes csp_nonce from the context, which PTL_CSP gives; the stream calls csp_nonce().
+    for path in ("/", "/stream") if ptl_csp else ("/stream",):
+        _status, headers, body = run(get(app, path))
+        assert len(headers.getlist("Content-Security-Policy")) == 1
+        nonce = NONCE.search(headers["Content-Security-Policy"]).group(1)  # type: ignore[union-attr]
+        assert nonce in body and set(re.findall(r'nonce="([^"]+)"', body)) == {nonce}
