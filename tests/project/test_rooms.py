@@ -43,8 +43,12 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["csp", "importer", "tools.from_quixote", "tools.to_py", "py_templates", "html",
          "_quixote_helpers", "beyond_escaping", "escapers", "output_policy",
-         "tools.babel_extract", "tools.coverage", "tools.lint", "tools.typecheck"],
+         "tools.babel_extract", "tools.coverage", "tools.lint", "tools.typecheck", "idioms",
+         "tools.converting", "filters"],
         2,
+    ),
+    **dict.fromkeys(
+        ["tools.from_jinja2", "filters.jinja2", "tools.from_django", "filters.django"], 3
     ),
     "i18n": 3,
     "loader": 3,

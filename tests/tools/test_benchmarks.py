@@ -136,3 +136,17 @@ def test_converted_script_runs() -> None:
     assert result.returncode == 0, result.stderr
     for style in ("stmt", "f", "pct", "format"):
         assert f"| bigtable | {style} |" in result.stdout and f"| page | {style} |" in result.stdout
+
+
+@pytest.mark.slow
+def test_from_django_script_runs() -> None:
+    result = run_script("benchmarks/from_django.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
+
+
+@pytest.mark.slow
+def test_from_jinja2_script_runs() -> None:
+    result = run_script("benchmarks/from_jinja2.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
