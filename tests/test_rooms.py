@@ -30,7 +30,7 @@ PACKAGE = REPO / "ptl_wsgi"
 LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ["compiler", "escaping", "escaping.rules", "escaping.context", "escaping.url",
-         "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers",
+         "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers", "escaping._plans",
          "escaping.planner", "escaping.formatting", "htmlcontext", "_runtime", "headers",
          "_iterate", "tracebacks",
          "_htmltext_py", "_htmltext_c", "pygments_lexer", "forms.inputs", "contrib"],

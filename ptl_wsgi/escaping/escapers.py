@@ -17,9 +17,6 @@ one.  See docs/contextual-escaping.md for the table.
 
 from __future__ import annotations
 
-import html
-
-from ptl_wsgi.escaping import css, js, markup, url
 from ptl_wsgi.escaping.rules import (
     DEFAULT_SCHEMES,
     INT_SAFE_BASES,
@@ -54,7 +51,16 @@ if TYPE_CHECKING:
         ) -> Escaper: ...
 
 
-__all__ = ["build", "for_class", "format_value", "percent_field", "percent_value"]
+__all__ = [
+    "build",
+    "for_class",
+    "format_value",
+    "percent_field",
+    "percent_value",
+    "plans",
+    "plans_source",
+    "references",
+]
 
 
 def format_value(
@@ -105,6 +111,8 @@ def _identity(text: str) -> str:
 
 
 def _bases(escape: Text) -> dict[str, Text]:
+    from ptl_wsgi.escaping import css, js, markup, url
+
     return {
         "text": _identity,
         "comment": markup.comment,
@@ -121,10 +129,13 @@ def _bases(escape: Text) -> dict[str, Text]:
         "css": css.css,
         "css_string": css.css_string,
         "srcdoc": escape,
+        "js_value": js.js_value,
     }
 
 
 def _layers(escape: Text) -> dict[str, Text]:
+    from ptl_wsgi.escaping import markup
+
     return {"": _identity, "q": escape, "u": markup.unquoted, "u0": markup.unquoted_start}
 
 
@@ -184,6 +195,8 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
         return None
 
     def plan() -> dict[str, Any]:
+        from ptl_wsgi.escaping import css, js, url
+
         if base_name == "js_value":
             whole: Text = js.js_value
         elif base_name in ("url", "url_slash"):
@@ -240,21 +253,36 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     return plan
 
 
-def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
-    """Every escaper, by the name the context engine gives it, returning *cls* markup.
+# The names of the bases and layers (their functions: _bases and _layers).
+_BASE_NAMES = (
+    "text", "comment", "drop", "url", "url_path", "url_slash", "url_query", "srcset",
+    "url_list", "js_string", "json_string", "js_regexp", "css", "css_string", "srcdoc",
+    "js_value",
+)  # fmt: skip
+_LAYER_NAMES = ("", "q", "u", "u0")
+# Escapers with no fast path in any twin: the reference is the escaper.
+_REFERENCE_ONLY = ("json_value", "attr_name", "tag_attrs")
+# What a compiled template's quoted-attribute escaper (``outputs``) is planned by.
+_OUTPUT = ":output"
 
-    *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
-    escaping of a str (the quoted-attribute layer), and its ``contextual_escaper``
-    makes each escaper fast: the Python twin keeps the reference escaper built here,
-    the C twin answers the common values itself from the escaper's plan
-    (:func:`_planner`) and calls the reference for everything else.
 
-    With *outputs*, what compiled templates call instead: the same escapers, except
-    that one for a quoted attribute (``BASE_q``) may return the str that its base
-    makes, unescaped, instead of markup: the join of a template's output escapes a
-    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
-    join).  Not for anything that takes the result for markup (the planner does).
-    """
+def _escaper_names() -> list[tuple[str, str, str]]:
+    """(name, base, layer) of every escaper with a base and a layer."""
+    return [
+        (f"{base}_{layer}" if layer else base, base, layer)
+        for base in _BASE_NAMES
+        for layer in _LAYER_NAMES
+    ]
+
+
+def references(cls: type, twin: Twin) -> dict[str, Escaper]:
+    """The reference escapers, by name: what each context does to any value, returning
+    *cls* markup (*twin*'s ``escape_str`` is the quoted-attribute layer).  The Python
+    twin's escapers are these; the C twin's call them for what their plan leaves."""
+    import html
+
+    from ptl_wsgi.escaping import js, markup
+
     escape = twin.escape_str
 
     def make(text: str) -> Any:
@@ -316,33 +344,140 @@ def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
         escaped = attr_name(value)
         return escaped if is_markup(value) else make(" " + escaped)
 
-    def named(function: Escaper, name: str) -> Escaper:
-        function.__name__ = function.__qualname__ = name
-        return function
+    found: dict[str, Escaper] = {}
+    bases, layers = _bases(escape), _layers(escape)
+    for name, base_name, layer_name in _escaper_names():
+        layer = layers[layer_name]
+        if base_name == "js_value":
+            found[name] = _named(compose_js_value(layer), name)
+        else:
+            found[name] = _named(compose(base_name, bases[base_name], layer), name)
+    # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
+    found["json_value"] = _named(compose_js_value(_identity, js.json_value), "json_value")
+    found["attr_name"] = _named(attr_name, "attr_name")
+    found["tag_attrs"] = _named(tag_attrs, "tag_attrs")
+    return found
+
+
+def _named(function: Escaper, name: str) -> Escaper:
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def plans(escape: Text) -> dict[str, dict[str, Any]]:
+    """Every escaper's plan (:func:`_planner`), made from the reference functions, by
+    the escaper's name (``NAME:output`` for a compiled template's quoted attribute).
+    :mod:`ptl_wsgi.escaping._plans` stores them, so that a render needs none of the
+    reference's modules (``tools/escaper_plans.py`` rewrites it; a test keeps it equal)."""
+    bases, layers = _bases(escape), _layers(escape)
+    found: dict[str, dict[str, Any]] = {}
+    for name, base_name, layer_name in _escaper_names():
+        ints = base_name in INT_SAFE_BASES
+        char_layer = layers["u" if layer_name == "u0" else layer_name]
+        base, layer = bases[base_name], layers[layer_name]
+        plan = _planner(base_name, base, layer, char_layer, ints)
+        if plan is None:
+            continue
+        found[name] = plan()
+        if layer_name == "q":
+            bare = _planner(base_name, base, _identity, _identity, ints)
+            assert bare is not None
+            found[name + _OUTPUT] = bare()
+    return found
+
+
+def plans_source(escape: Text) -> str:
+    """The source of :mod:`ptl_wsgi.escaping._plans` for :func:`plans` of *escape*."""
+    lines = [
+        '"""Every contextual escaper\'s plan, made by ptl_wsgi.escaping.escapers.plans().',
+        "",
+        "Written by tools/escaper_plans.py; tests/test_escaper_plans.py keeps it equal to",
+        "what the reference makes.  Do not edit.",
+        '"""',
+        "",
+        "# ruff: noqa: E501",
+        "# fmt: off",
+        "PLANS = {",
+    ]
+    for name, plan in sorted(plans(escape).items()):
+        lines.append(f"    {name!r}: {{")
+        for key, value in sorted(plan.items()):
+            lines.append(f"        {key!r}: {value!r},")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _stored_plan(name: str) -> Plan:
+    def plan() -> dict[str, Any]:
+        from ptl_wsgi.escaping._plans import PLANS
+
+        return PLANS[name]
+
+    return plan
+
+
+def _probe(value: Any) -> Any:
+    return value
+
+
+def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
+    """Every escaper, by the name the context engine gives it, returning *cls* markup.
+
+    *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
+    escaping of a str (the quoted-attribute layer), and its ``contextual_escaper``
+    makes each escaper fast: the Python twin keeps the reference escaper
+    (:func:`references`), the C twin answers the common values itself from the
+    escaper's stored plan (:func:`plans`) and calls the reference for everything
+    else.  For such a twin the references are made, and their modules imported, when
+    one is first needed: a render whose values the plans answer imports none of them.
+
+    With *outputs*, what compiled templates call instead: the same escapers, except
+    that one for a quoted attribute (``BASE_q``) may return the str that its base
+    makes, unescaped, instead of markup: the join of a template's output escapes a
+    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
+    join).  Not for anything that takes the result for markup (the planner does).
+    """
+    keeps_reference = twin.contextual_escaper(cls, _probe, _stored_plan("text")) is _probe
+    made: list[dict[str, Escaper]] = []
+
+    def reference(name: str) -> Escaper:
+        if keeps_reference:
+            if not made:
+                made.append(_references_for(cls, twin))
+            return made[0][name]
+        resolved: list[Escaper] = []
+
+        def lazy(value: Any) -> Any:
+            if not resolved:
+                resolved.append(_references_for(cls, twin)[name])
+            return resolved[0](value)
+
+        return _named(lazy, name)
 
     escapers: dict[str, Escaper] = {}
-    layers = _layers(escape)
-    for base_name, base in [*_bases(escape).items(), ("js_value", js.js_value)]:
-        for layer_name, layer in layers.items():
-            name = f"{base_name}_{layer_name}" if layer_name else base_name
-            if base_name == "js_value":
-                reference = named(compose_js_value(layer), name)
-            else:
-                reference = named(compose(base_name, base, layer), name)
-            char_layer = layers["u" if layer_name == "u0" else layer_name]
-            plan = _planner(base_name, base, layer, char_layer, base_name in INT_SAFE_BASES)
-            if outputs and layer_name == "q" and plan is not None:
-                bare = _planner(
-                    base_name, base, _identity, _identity, ints=base_name in INT_SAFE_BASES
-                )
-                escapers[name] = twin.contextual_escaper(cls, reference, bare, True)
-            else:
-                escapers[name] = twin.contextual_escaper(cls, reference, plan)
-    # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
-    escapers["json_value"] = named(compose_js_value(_identity, js.json_value), "json_value")
-    escapers["attr_name"] = named(attr_name, "attr_name")
-    escapers["tag_attrs"] = named(tag_attrs, "tag_attrs")
+    for name, base_name, layer_name in _escaper_names():
+        if base_name in _UNPLANNED:
+            escapers[name] = twin.contextual_escaper(cls, reference(name), None)
+        elif outputs and layer_name == "q":
+            plan = _stored_plan(name + _OUTPUT)
+            escapers[name] = twin.contextual_escaper(cls, reference(name), plan, True)
+        else:
+            escapers[name] = twin.contextual_escaper(cls, reference(name), _stored_plan(name))
+    for name in _REFERENCE_ONLY:
+        escapers[name] = reference(name)
     return escapers
+
+
+_made_references: dict[tuple[type, Any], dict[str, Escaper]] = {}
+
+
+def _references_for(cls: type, twin: Twin) -> dict[str, Escaper]:
+    key = (cls, twin)
+    found = _made_references.get(key)
+    if found is None:
+        found = _made_references.setdefault(key, references(cls, twin))
+    return found
 
 
 _built: dict[tuple[type, bool], dict[str, Escaper]] = {}
