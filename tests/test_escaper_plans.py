@@ -69,9 +69,9 @@ TEXT_ONLY = "def render [html] (name, n):\n    f'<p>{name} {n}</p>'\n"
 # comment and an unquoted attribute.
 CONTEXTS = (
     "def render [html] (name, n):\n"
-    "    f'<a href=\"{name}\">x</a><a href=\"/u/{name}\">u</a>"
-    "<a href=\"/tags?t={name}&amp;n={n}\">t</a>'\n"
-    "    f\"<button onclick=\\\"go('{name}', {n})\\\">b</button>\"\n"
+    '    f\'<a href="{name}">x</a><a href="/u/{name}">u</a>'
+    '<a href="/tags?t={name}&amp;n={n}">t</a>\'\n'
+    '    f"<button onclick=\\"go(\'{name}\', {n})\\">b</button>"\n'
     "    f'<script>var s = {name}, n = {n};</script>'\n"
     "    f'<p style=\"color: {name}\">x</p><!-- {name} --><input value={name}>'\n"
 )
