@@ -71,7 +71,7 @@ env PYTHONPATH="$WORK/site" PYTHONMALLOC=malloc PTL_WSGI_REQUIRE_C=1 PTL_WSGI_PU
     "$PYTHON" "$WORK/run.py" "$WORK" "$WORK/status" -p no:cacheprovider -q -m "not slow" \
     tests/test_htmltext.py tests/test_htmltext_differential.py tests/test_c_accelerator.py \
     tests/test_htmlformat.py tests/test_output_fast_path.py tests/test_loop_fusion.py \
-    tests/test_loop_fusion_review.py "$@"
+    tests/test_loop_fusion_review.py tests/test_contextual_twins.py "$@"
 set -e
 
 failed=0

@@ -147,10 +147,13 @@ _ASCII = tuple(map(chr, range(128)))
 # the ranges it always leaves to the reference; tests/test_contextual_twins.py checks
 # every code point).
 _NON_ASCII_PROBE = "\u00e9\u4e2d\U0001f600"
-# Bases left to the reference in every twin: lists of URLs (SVG animation values,
-# image candidates: rare, and their rule is per item), and a comment in a script or
-# style (the value is dropped).
-_UNPLANNED = ("srcset", "url_list", "drop")
+# Bases left to the reference in every twin: a comment in a script or style (the value
+# is dropped).
+_UNPLANNED = ("drop",)
+# Lists of URLs, whose rule is per item: the plan names the list (``list``), gives the
+# table of an item's characters (srcset: a URL's, as url_path makes them; SVG values:
+# the layer's alone, the value being kept) and the scheme rule of each item's start.
+_LISTS = ("srcset", "url_list")
 
 if TYPE_CHECKING:
     Plan = Callable[[], dict[str, Any]]
@@ -188,8 +191,9 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     ``prefix``, ``suffix``, ``non_ascii`` (other characters are kept), ``ints`` (a
     non-negative int passes as it is), ``markup`` (the class's markup passes as it is),
     ``first_slash``, ``refused``, ``refusal`` and ``refused_chars`` (the CSS filter's),
-    ``schemes``, and for JS values ``int_affixes`` and ``constants`` (the outputs of
-    True, False and None).
+    ``schemes``, for JS values ``int_affixes`` and ``constants`` (the outputs of
+    True, False and None), and for lists of URLs ``list`` (the base's name) and, for
+    ``srcset``, ``separators`` (the outputs of " " and ",").
     """
     if base_name in _UNPLANNED:
         return None
@@ -199,8 +203,10 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
 
         if base_name == "js_value":
             whole: Text = js.js_value
-        elif base_name in ("url", "url_slash"):
+        elif base_name in ("url", "url_slash", "srcset"):
             whole = url.url_path  # and the rule of the start: "schemes", "first_slash"
+        elif base_name == "url_list":
+            whole = _identity  # each item's start checked ("schemes"), the value kept
         else:
             whole = base
 
@@ -226,7 +232,8 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "suffix": suffix,
             # (The CSS filter's words ignore case, and outside ASCII that is Unicode's
             # case folding: U+017F is an "s".  The reference decides there.)
-            "non_ascii": base_name != "css"
+            # (A list is answered in ASCII only.)
+            "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
             "markup": base_name not in URL_START_BASES,
@@ -234,15 +241,23 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
             # make it refuse one wherever they stand.
-            "refusal": layer(UNSAFE_CSS) if base_name == "css" else None,
+            # (srcset: what it makes of a value with a descriptor that is not a number.)
+            "refusal": layer(UNSAFE_CSS)
+            if base_name == "css"
+            else layer(UNSAFE_URL)
+            if base_name == "srcset"
+            else None,
             "refused_chars": "".join(
                 c for c in _ASCII if base_name == "css" and css.css(c) == UNSAFE_CSS
             ),
             "schemes": None,
             "int_affixes": None,
             "constants": None,
+            "list": base_name if base_name in _LISTS else None,
+            # What the layer makes of the separators of image candidates.
+            "separators": (layer(" "), layer(",")) if base_name == "srcset" else None,
         }
-        if base_name == "url":
+        if base_name in ("url", *_LISTS):
             allowed = url.allowed_schemes(DEFAULT_SCHEMES)
             found["schemes"] = (tuple(sorted(allowed)), tuple(sorted(SCRIPT_SCHEMES)))
         if base_name == "js_value":
