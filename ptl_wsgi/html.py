@@ -266,6 +266,7 @@ htmlescape = _active.htmlescape
 escape_str = _active.escape_str
 _twin_htmlformat = _active.htmlformat
 _plan: Any = None  # ptl_wsgi.escaping.planner.plan, imported on the first t-string
+_needs_context: Any = None  # ptl_wsgi.escaping.planner.needs_context, with it
 
 
 def htmlformat(template: Any, /) -> Any:
@@ -281,19 +282,16 @@ def htmlformat(template: Any, /) -> Any:
     Template is a TypeError; literal parts that put a value where none may go
     (a tag name) or that do not end in text are a ValueError.
     """
-    global _plan
+    global _plan, _needs_context
     if _plan is None:
         # Imported here: the context engine (re) is not needed by a cached render.
+        from ptl_wsgi.escaping.planner import needs_context as _needs_context
         from ptl_wsgi.escaping.planner import plan as _plan
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or not is_template(template):
         return _twin_htmlformat(template)  # the twin's TypeError
-    if _plan(strings).text_only:
-        for interpolation in template.interpolations:
-            if is_template(interpolation.value):
-                break  # a nested t-string is planned on its own (contextual_format)
-        else:
-            return _twin_htmlformat(template)
+    if _plan(strings).text_only and not _needs_context(template):
+        return _twin_htmlformat(template)
     from ptl_wsgi.escaping.escapers import for_class
     from ptl_wsgi.escaping.planner import contextual_format
 

@@ -162,13 +162,10 @@ def template_markup(template: Any, text_markup: Callable[[Any], str]) -> str:
     ``TemplateIO``, a view's output): each value escaped for the context it lands in,
     as ``htmlformat`` does.  *text_markup* is the twin's own formatting, exact where
     every value lands in text or a quoted plain attribute."""
-    from ptl_wsgi.escaping.planner import contextual_format, plan
-    from ptl_wsgi.escaping.rules import is_template
+    from ptl_wsgi.escaping.planner import contextual_format, needs_context, plan
 
     strings = tuple(template.strings)
-    if plan(strings).text_only and not any(
-        is_template(interpolation.value) for interpolation in template.interpolations
-    ):
+    if plan(strings).text_only and not needs_context(template):
         return text_markup(template)
     escaper("text")  # (built on first need)
     _, _, format_field = _twin

@@ -41,6 +41,7 @@ __all__ = [
     "URL_LIST_ATTRIBUTES",
     "URL_START_BASES",
     "attribute_kind",
+    "is_items",
     "is_markup",
     "is_template",
 ]
@@ -192,6 +193,16 @@ def is_markup(value: Any) -> bool:
     raises TypeError, in the escapers as in ``htmlescape``.
     """
     return getattr(value, "__html__", None) is not None
+
+
+_ITEMS = (list, tuple, type(_ for _ in ()))
+
+
+def is_items(value: Any) -> bool:
+    """Whether *value* renders as its items joined in a t-string (``htmlformat``): a
+    list, tuple or generator (exactly: not a subclass such as a named tuple), as JSX
+    and tdom render arrays and iterables."""
+    return type(value) in _ITEMS
 
 
 def is_template(value: Any) -> bool:
