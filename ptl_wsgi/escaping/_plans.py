@@ -6,7 +6,7 @@ what the reference makes.  Do not edit.
 
 # ruff: noqa: E501
 # fmt: off
-PLANS = {
+PLANS: dict[str, dict[str, object]] = {
     'comment': {
         'constants': None,
         'empty': '',

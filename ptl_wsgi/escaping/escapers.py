@@ -412,7 +412,7 @@ def plans_source(escape: Text) -> str:
         "",
         "# ruff: noqa: E501",
         "# fmt: off",
-        "PLANS = {",
+        "PLANS: dict[str, dict[str, object]] = {",
     ]
     for name, plan in sorted(plans(escape).items()):
         lines.append(f"    {name!r}: {{")

@@ -205,7 +205,16 @@ def is_items(value: Any) -> bool:
     return type(value) in _ITEMS
 
 
+_TEMPLATE_CLASSES: list[type] = []  # (found by name: string.templatelib imports re)
+
+
 def is_template(value: Any) -> bool:
     """Whether *value* is a PEP 750 t-string (``string.templatelib.Template``)."""
     cls = type(value)
-    return cls.__name__ == "Template" and cls.__module__ in ("string.templatelib", "templatelib")
+    if cls in _TEMPLATE_CLASSES:
+        return True
+    # (A type's __module__ is made anew at each read: the class is remembered.)
+    if cls.__name__ == "Template" and cls.__module__ in ("string.templatelib", "templatelib"):
+        _TEMPLATE_CLASSES.append(cls)
+        return True
+    return False
