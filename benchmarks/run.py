@@ -22,6 +22,8 @@ It runs, one after the other, each in its own process and with this interpreter:
   htpy, dominate and FastHTML (the links page at most 0.12x Jinja2's instructions);
 * ``benchmarks/blog.py``: a flaskr-like Flask blog's index, whole requests, PTL
   against Jinja2 (logged in, at most 0.6x Jinja2's instructions);
+* ``benchmarks/tstrings.py`` (Python 3.14+ only): ``H(t"...")`` against a compiled
+  template, Jinja2 and tdom;
 * ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
   a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
   one-file CGI example per request (at most 8 ms over ``python -c pass``);
@@ -112,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     rows += run("Contexts", ["benchmarks/contexts.py", "--rounds", "0", "--callgrind", *values])
     rows += run("Pages", ["benchmarks/pages.py", "--callgrind", *quick])
     rows += run("Blog", ["benchmarks/blog.py", "--callgrind", *quick])
+    if sys.version_info >= (3, 14):
+        rounds = ["--rounds", "5", "--seconds", "0.05"] if args.quick else []
+        rows += run("t-strings", ["benchmarks/tstrings.py", *rounds])
+    else:
+        print("\n== t-strings: skipped, t-strings need Python 3.14+ (benchmarks/tstrings.py)")
     rows += run("Start-up", ["benchmarks/startup.py", *runs])
     rows += run("End to end", ["benchmarks/end_to_end.py", *quick])
     served = ["--requests", "300", "--rounds", "1"] if args.quick else []
