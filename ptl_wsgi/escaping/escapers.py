@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "build",
     "for_class",
+    "one_for_class",
     "format_value",
     "percent_field",
     "percent_value",
@@ -453,14 +454,44 @@ def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
     str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
     join).  Not for anything that takes the result for markup (the planner does).
     """
-    keeps_reference = twin.contextual_escaper(cls, _probe, _stored_plan("text")) is _probe
-    made: list[dict[str, Escaper]] = []
+    escapers: dict[str, Escaper] = {}
+    for name in _names():
+        escapers[name] = _make(cls, twin, name, outputs)
+    return escapers
 
-    def reference(name: str) -> Escaper:
-        if keeps_reference:
-            if not made:
-                made.append(_references_for(cls, twin))
-            return made[0][name]
+
+_name_table: dict[str, tuple[str, str]] = {}  # name: (base, layer), made once
+
+
+def _names() -> dict[str, tuple[str, str]]:
+    """Every escaper's name: (its base, its layer), ("", "") for a reference-only one."""
+    if not _name_table:
+        found = {name: (base, layer) for name, base, layer in _escaper_names()}
+        found.update(dict.fromkeys(_REFERENCE_ONLY, ("", "")))
+        _name_table.update(found)
+    return _name_table
+
+
+_keeps: dict[tuple[type, Any], bool] = {}
+
+
+def _keeps_reference(cls: type, twin: Twin) -> bool:
+    """Whether *twin* keeps the reference escaper for *cls* (the Python twin; the C twin
+    for a class it does not make): then the references are made at once."""
+    key = (cls, twin)
+    found = _keeps.get(key)
+    if found is None:
+        found = twin.contextual_escaper(cls, _probe, _stored_plan("text")) is _probe
+        _keeps[key] = found
+    return found
+
+
+def _make(cls: type, twin: Twin, name: str, outputs: bool) -> Escaper:
+    """The escaper *name* of :func:`build` (a KeyError for a name that is none)."""
+    base_name, layer_name = _names()[name]
+    if _keeps_reference(cls, twin):
+        reference = _references_for(cls, twin)[name]
+    else:
         resolved: list[Escaper] = []
 
         def lazy(value: Any) -> Any:
@@ -468,20 +499,14 @@ def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
                 resolved.append(_references_for(cls, twin)[name])
             return resolved[0](value)
 
-        return _named(lazy, name)
-
-    escapers: dict[str, Escaper] = {}
-    for name, base_name, layer_name in _escaper_names():
-        if base_name in _UNPLANNED:
-            escapers[name] = twin.contextual_escaper(cls, reference(name), None)
-        elif outputs and layer_name == "q":
-            plan = _stored_plan(name + _OUTPUT)
-            escapers[name] = twin.contextual_escaper(cls, reference(name), plan, True)
-        else:
-            escapers[name] = twin.contextual_escaper(cls, reference(name), _stored_plan(name))
-    for name in _REFERENCE_ONLY:
-        escapers[name] = reference(name)
-    return escapers
+        reference = _named(lazy, name)
+    if not base_name:
+        return reference
+    if base_name in _UNPLANNED:
+        return twin.contextual_escaper(cls, reference, None)
+    if outputs and layer_name == "q":
+        return twin.contextual_escaper(cls, reference, _stored_plan(name + _OUTPUT), True)
+    return twin.contextual_escaper(cls, reference, _stored_plan(name))
 
 
 _made_references: dict[tuple[type, Any], dict[str, Escaper]] = {}
@@ -496,6 +521,22 @@ def _references_for(cls: type, twin: Twin) -> dict[str, Escaper]:
 
 
 _built: dict[tuple[type, bool], dict[str, Escaper]] = {}
+
+
+_one_made: dict[tuple[type, bool, str], Escaper] = {}
+
+
+def one_for_class(cls: type, twin: Twin, name: str, outputs: bool = False) -> Escaper:
+    """The escaper *name* of :func:`for_class`, made alone until that is made (a compiled
+    template imports only the escapers it uses); a KeyError for a name that is none."""
+    built = _built.get((cls, outputs))
+    if built is not None:
+        return built[name]
+    key = (cls, outputs, name)
+    found = _one_made.get(key)
+    if found is None:
+        found = _one_made.setdefault(key, _make(cls, twin, name, outputs))
+    return found
 
 
 def for_class(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
