@@ -12,8 +12,9 @@ Needs only Python 3 (and a C compiler for the accelerator)::
     python3 dev.py coverage    # the example sites' tests under coverage, .ptl templates too
     python3 dev.py fuzz-contexts   # contextual escaping fuzzed in Chromium, new seeds (10 min)
 
-Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo server,
-after ``fuzz-contexts`` to tests/contexts_fuzz.py (``--minutes``, ``--seeds``, ``--runtime``).
+Extra arguments after ``test`` and ``test-fast`` go to pytest, after ``demo`` to the demo
+server, after ``fuzz-contexts`` to tests/support/contexts_fuzz.py (``--minutes``, ``--seeds``,
+``--runtime``).
 The Makefile's targets call this script.
 """
 
@@ -215,17 +216,17 @@ def main(argv: list[str]) -> None:
                 "-q",
                 "-p",
                 "no:cacheprovider",
-                "tests/test_django.py",
-                "tests/test_example_django.py",
+                "tests/integrations/test_django.py",
+                "tests/examples/test_example_django.py",
                 *args,
             ],
             env=env,
         )
     elif task == "coverage":
         # Separate from "test": tracing costs time.  [tool.coverage.run] in pyproject.toml
-        # enables the ptl_wsgi.coverage plugin, so the sites' .ptl templates are reported.
+        # enables the ptl_wsgi.tools.coverage plugin, so the sites' .ptl templates are reported.
         python = ensure_venv()
-        tests = args or sorted(glob.glob("tests/test_example_*.py"))
+        tests = args or sorted(glob.glob("tests/examples/test_example_*.py"))
         # The Django site's tests run it in child processes (its test runner, runserver),
         # measured through coverage's subprocess patch: one data file per process, combined.
         run([str(python), "-m", "coverage", "erase"])
@@ -233,11 +234,11 @@ def main(argv: list[str]) -> None:
         run([str(python), "-m", "coverage", "combine", "-q"])
         run([str(python), "-m", "coverage", "report", "--include=example_sites/*"])
     elif task == "fuzz-contexts":
-        # The long run of tests/test_contexts_fuzz.py's fuzzer: random seeds until the
+        # The long run of tests/browser/test_contexts_fuzz.py's fuzzer: random seeds until the
         # time is up, each failure printed as a minimal template (exit status 1; 2 when
         # there is no browser: `make test` installs chromium where apt and root allow).
         python = ensure_venv()
-        run([str(python), "tests/contexts_fuzz.py", *args])
+        run([str(python), "tests/support/contexts_fuzz.py", *args])
     elif task == "bench":
         python = ensure_venv()
         run([str(python), "benchmarks/run.py", *args])

@@ -39,7 +39,7 @@ SOURCE = HERE / "tpl" / "ptl_styles.ptl"
 
 def functions() -> dict[str, Callable[[], Any]]:
     import ptl_wsgi
-    from ptl_wsgi.to_py import to_python
+    from ptl_wsgi.tools.to_py import to_python
 
     compiled: dict[str, Any] = {"__name__": "bench_styles"}
     exec(ptl_wsgi.compile_ptl(SOURCE.read_text(), str(SOURCE)), compiled)

@@ -294,7 +294,7 @@ def serve(
     threads: int | None = None,
 ):
     """Context manager: *site*, freshly seeded, under server *name*; yields its base URL."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from servers import run_process_server
 
     spec = SITES[site]

@@ -143,7 +143,7 @@ def base_env() -> dict[str, str]:
 
 
 def cgi_env() -> dict[str, str]:
-    """A CGI/1.1 environment as a web server builds it (see tests/test_cgiapp.py)."""
+    """A CGI/1.1 environment as a web server builds it (see tests/integrations/test_cgiapp.py)."""
     return {
         "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
         "PYTHONPATH": str(PTL_WSGI_ROOT),

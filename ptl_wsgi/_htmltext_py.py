@@ -1,7 +1,7 @@
 """Pure-Python twin of the ``ptl_wsgi._htmltext_c`` accelerator.
 
 This module is the reference: the C twin must behave exactly like it, and
-``tests/test_htmltext.py`` plus the differential property tests hold both to
+``tests/htmltext/test_htmltext.py`` plus the differential property tests hold both to
 that.  Do not import it directly; ``ptl_wsgi.html`` picks a twin and builds
 the public ``htmltext`` class on top of its ``HtmlTextBase``.
 
@@ -26,6 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any, NoReturn, TypeVar
+
+    from ptl_wsgi.escaping.printf import PercentUnit as _Unit
 
     _R = TypeVar("_R")
 
@@ -321,19 +323,6 @@ def loop_output(
 # error is str's own, with its message, raised where str would raise it.
 
 
-class _Unit:
-    __slots__ = ("literal", "source", "key", "stars", "end", "field")
-
-    def __init__(self, literal: str, source: str, key: str | None, stars: int, end: int) -> None:
-        self.literal = literal  # the text before the unit, "%%" already made "%"
-        self.source = source  # the unit as written, its key included: "%(a)-5s"
-        self.key = key
-        self.stars = stars  # how many "*" take a width or precision from the values
-        self.end = end  # where the unit ends in the format
-        # The conversion without its key: "%-5s".
-        self.field = source if key is None else "%" + source[len(key) + 3 :]
-
-
 def _memo(function: Callable[[Any], _R]) -> Callable[[Any], _R]:
     """Cache *function*'s results for up to 1024 arguments.
 
@@ -363,64 +352,22 @@ _UNPLANNED: Any = object()  # a cut's plan until _plan() makes it
 
 @_memo
 def _split_format(fmt: str) -> list[Any]:
-    """The units of *fmt*, the literal text after the last, whether every
-    unit is a bare positional ``%s``, and the contextual plan (_plan()):
+    """The units of *fmt* (``escaping.printf``), the literal text after the last,
+    whether every unit is a bare positional ``%s``, and the contextual plan (_plan()):
     ``[units, tail, simple, plan]``, the plan ``_UNPLANNED`` until asked for.
 
     The cut stops at anything it cannot read (``%(`` without its ``)``, a unit
     without a conversion character): str refuses such a format, and the check
     in format_mod() raises its error before that point is reached.
     """
-    units: list[_Unit] = []
-    simple = True
-    literal: list[str] = []
-    literal_start = i = 0
-    n = len(fmt)
-    while (i := fmt.find("%", i)) >= 0:
-        literal.append(fmt[literal_start:i])
-        start = i
-        i += 1
-        if i < n and fmt[i] == "%":  # only an immediate "%%" is a literal percent
-            literal.append("%")
-            i += 1
-            literal_start = i
-            continue
-        key = None
-        if i < n and fmt[i] == "(":
-            depth = 1
-            j = i + 1
-            while j < n and depth:
-                depth += {"(": 1, ")": -1}.get(fmt[j], 0)
-                j += 1
-            if depth:
-                return [tuple(units), "", False, None]
-            key = fmt[i + 1 : j - 1]
-            i = j
-        while i < n and fmt[i] in "#0- +":
-            i += 1
-        stars = 0
-        for allow_dot in (True, False):
-            if i < n and fmt[i] == "*":
-                stars += 1
-                i += 1
-            else:
-                while i < n and "0" <= fmt[i] <= "9":
-                    i += 1
-            if not (allow_dot and i < n and fmt[i] == "."):
-                break
-            i += 1
-        while i < n and fmt[i] in "hlL":
-            i += 1
-        if i >= n:
-            return [tuple(units), "", False, None]
-        i += 1
-        source = fmt[start:i]
-        simple = simple and source == "%s"
-        units.append(_Unit("".join(literal), source, key, stars, i))
-        literal = []
-        literal_start = i
-    literal.append(fmt[literal_start:])
-    return [tuple(units), "".join(literal), simple, _UNPLANNED]
+    # Imported on the first format cut: a process that formats nothing never loads it.
+    from ptl_wsgi.escaping.printf import scan_percent
+
+    units, tail, complete = scan_percent(fmt)
+    if not complete:
+        return [tuple(units), "", False, None]
+    simple = all(unit.source == "%s" for unit in units)
+    return [tuple(units), tail, simple, _UNPLANNED]
 
 
 def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:

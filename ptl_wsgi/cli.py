@@ -256,7 +256,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from ptl_wsgi.lint import RuffNotFound, lint_file, ruff_command
+    from ptl_wsgi.tools.lint import RuffNotFound, lint_file, ruff_command
 
     try:
         command = ruff_command()
@@ -283,7 +283,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _stubs(args: argparse.Namespace) -> int:
-    from ptl_wsgi.typecheck import write_stubs
+    from ptl_wsgi.tools.typecheck import write_stubs
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -306,7 +306,7 @@ def _stubs(args: argparse.Namespace) -> int:
 
 
 def _typecheck(args: argparse.Namespace) -> int:
-    from ptl_wsgi.typecheck import CheckerNotFound, typecheck
+    from ptl_wsgi.tools.typecheck import CheckerNotFound, typecheck
 
     paths = list(_ptl_files(args.paths))
     for path in paths:
@@ -448,7 +448,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     import tokenize
 
-    from ptl_wsgi.convert import convert_source
+    from ptl_wsgi.tools.from_quixote import convert_source
 
     if args.to_py:
         return _convert_to_py(args)
@@ -502,7 +502,7 @@ def _convert_to_py(args: argparse.Namespace) -> int:
         return 2
     # (ignore: mypy, as Python 3.10, flags code after a version check's exit: mypy#10773;
     # unused when it checks as 3.12+)
-    from ptl_wsgi.to_py import to_python  # type: ignore[unreachable, unused-ignore]
+    from ptl_wsgi.tools.to_py import to_python  # type: ignore[unreachable, unused-ignore]
 
     status = 0
     for path in args.files:

@@ -6,7 +6,7 @@ the response's header, made by :func:`content_security_policy`, names it.
 
 * :func:`new_nonce`, :func:`csp_nonce`, :func:`nonce_scope` and
   :func:`content_security_policy` are the public API (also importable from
-  :mod:`ptl_wsgi.safety`, their former home);
+  ``ptl_wsgi.safety``, their former home, until 0.3);
 * :class:`RequestNonce` is one request's state, as :class:`ptl_wsgi.wsgi.CSP`,
   the Flask extension and Django's ``CSPMiddleware`` keep it;
   :func:`in_nonce_scope` runs a response body with a request's nonce current.
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ptl_wsgi._iterate import in_context, setting
+from ptl_wsgi._iterate_in_context import in_context, setting
 
 __all__ = [
     "CSP_NONCE_KEY",
@@ -84,7 +84,7 @@ def csp_nonce() -> str:
     if nonce is None:
         raise LookupError(
             "no CSP nonce in this context: wrap the request in "
-            "ptl_wsgi.safety.nonce_scope() or call new_nonce() first"
+            "ptl_wsgi.csp.nonce_scope() or call new_nonce() first"
         )
     return nonce
 
@@ -113,7 +113,7 @@ def in_nonce_scope(
 
     A body is iterated after the request's scope was left (by the server,
     perhaps in another context).  Lists and the server's file wrapper are
-    returned as they are (see :func:`ptl_wsgi._iterate.in_context`).
+    returned as they are (see :func:`ptl_wsgi._iterate_in_context.in_context`).
     """
     return in_context(body, functools.partial(setting, _nonce, nonce), environ)
 

@@ -354,7 +354,7 @@ def _unpickle_template_io(html: bool, parts: list[str], twin: str | None = None)
 
 
 # Quixote's helpers and the text filters, bound to the active twin.  Loaded on
-# first use: they need ptl_wsgi.safety (re, urllib, secrets), which a template
+# first use: they need ptl_wsgi.beyond_escaping (re, urllib, secrets), which a template
 # served from the bytecode cache never does.
 _HELPERS = frozenset({"htmltag", "href", "url_quote", "url_with_query", "nl2br", "js_escape"})
 _FILTERS = frozenset({"ValuelessAttr", "pluralize", "truncate"})
@@ -390,7 +390,7 @@ def _html_formatters() -> dict[str, Any]:
 
 
 if TYPE_CHECKING:  # what __getattr__ below gives, as type checkers should see it
-    from ptl_wsgi._helpers import Helpers, ValuelessAttr, pluralize, truncate
+    from ptl_wsgi._quixote_helpers import Helpers, ValuelessAttr, pluralize, truncate
 
     _typed = Helpers(_active)
     htmltag = _typed.htmltag
@@ -406,7 +406,7 @@ _helpers_bound: list[Any] = []
 
 def _bound_helpers() -> Any:
     if not _helpers_bound:
-        from ptl_wsgi._helpers import Helpers
+        from ptl_wsgi._quixote_helpers import Helpers
 
         _helpers_bound.append(Helpers(implementation(IMPLEMENTATION)))  # (that is _active)
     return _helpers_bound[0]
@@ -416,9 +416,9 @@ def __getattr__(name: str) -> Any:
     if name in _HELPERS:
         value = getattr(_bound_helpers(), name)
     elif name in _FILTERS:
-        from ptl_wsgi import _helpers
+        from ptl_wsgi import _quixote_helpers
 
-        value = getattr(_helpers, name)
+        value = getattr(_quixote_helpers, name)
     elif name in _HTML_FORMATTERS:
         value = _html_formatters()[name]
     else:

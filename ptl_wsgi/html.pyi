@@ -13,9 +13,9 @@ from typing import Generic, Literal, Protocol, SupportsIndex, overload, type_che
 
 from typing_extensions import Never, Self, TypeVar
 
-from ptl_wsgi._helpers import ValuelessAttr as ValuelessAttr
-from ptl_wsgi._helpers import pluralize as pluralize
-from ptl_wsgi._helpers import truncate as truncate
+from ptl_wsgi._quixote_helpers import ValuelessAttr as ValuelessAttr
+from ptl_wsgi._quixote_helpers import pluralize as pluralize
+from ptl_wsgi._quixote_helpers import truncate as truncate
 
 __all__ = [
     "htmltext",
@@ -165,7 +165,7 @@ ACCELERATOR_STATUS: str
 
 def implementation(name: Literal["c", "python"]) -> SimpleNamespace: ...
 
-# Quixote's helpers (ptl_wsgi._helpers.Helpers, bound to the active twin).
+# Quixote's helpers (ptl_wsgi._quixote_helpers.Helpers, bound to the active twin).
 def htmltag(
     tag: str, xml_end: bool = False, css_class: object = None, **attrs: object
 ) -> htmltext: ...

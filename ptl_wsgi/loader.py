@@ -9,7 +9,7 @@ by the name of a template function in that module::
 
 A ``.py`` module is plain Python (``ptl-wsgi convert --to-py`` writes one from
 a ``.ptl`` module); a name reaches only its functions marked with
-:func:`ptl_wsgi.templates.template`, never an unmarked function, so a team can
+:func:`ptl_wsgi.py_templates.template`, never an unmarked function, so a team can
 move templates to Python file by file.
 
 The search directories together form one package (a fresh one per
@@ -36,13 +36,17 @@ from _thread import RLock
 from contextvars import ContextVar
 from types import FunctionType, GeneratorType, MappingProxyType, ModuleType
 
-from ptl_wsgi._iterate import InContext, setting
+from ptl_wsgi._iterate_in_context import InContext, setting
 from ptl_wsgi.importer import ModuleSpec, module_from_spec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any
+
+    #: One recorded call of a template: its name (``"dir/file.ptl:function"``), its
+    #: function and its arguments by parameter name (:meth:`Loader.recording`).
+    Call = tuple[str, Callable[..., Any], dict[str, Any]]
 
 
 __all__ = [
@@ -70,6 +74,8 @@ _counter = itertools.count()
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _render_var: ContextVar[Mapping[str, Any]] = ContextVar("ptl_wsgi_render_context", default=_EMPTY)
+# The calls being recorded in this context (Loader.recording), None when none are.
+_recorded_calls: ContextVar[list[Call] | None] = ContextVar("ptl_wsgi_recorded_calls", default=None)
 
 
 def render_context() -> Mapping[str, Any]:
@@ -179,6 +185,14 @@ class Template:
             return InContext(result, enter)
         return result
 
+    def call_arguments(self, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The arguments :meth:`render` calls the function with for *context*, by
+        parameter name, defaults included (what a test client shows as its context)."""
+        context = context or {}
+        if self._accepted is not None:
+            context = {k: v for k, v in context.items() if k in self._accepted}
+        return _call_arguments(self.function, (), context)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __traceback_hide__ = __tracebackhide__ = True
         try:
@@ -217,6 +231,12 @@ class Loader:
         self._last_good_modules: dict[str, ModuleType] = {}
         self._kept_modules: dict[str, ModuleType] = {}
         self._lock = RLock()
+        # When the templates of the loaded modules were last made to record
+        # (Loader.recording): the size of sys.modules and the purge count then.  Modules
+        # come and go with imports and purges, so the scan (of sys.modules) is skipped
+        # while neither changed.
+        self._recorded_at: tuple[int, int] | None = None
+        self._purges = 0
         self._install_package()
 
     def _install_package(self) -> None:
@@ -296,7 +316,7 @@ class Loader:
         reason = self._not_a_template(module, filename, function)
         if reason:
             raise TemplateNotFound(f"{filename}:{function}", reason=reason)
-        return Template(filename, filename, module.__dict__[function], module)
+        return Template(filename, filename, _unrecorded(module.__dict__[function]), module)
 
     def reload(self) -> None:
         """Forget every loaded module: the next lookup reads the files again.
@@ -330,6 +350,22 @@ class Loader:
                         rel = os.path.relpath(os.path.join(root, file), directory)
                         seen.setdefault(rel.replace(os.sep, "/"), None)
         return sorted(seen)
+
+    def recording(self, calls: list[Call]) -> setting:
+        """A context manager: while it is open, each call of one of this loader's templates
+        in this context is appended to *calls* as ``(name, function, arguments)``.
+
+        For Django's ``template_rendered`` signal (the test client's ``response.templates``,
+        debug toolbars).  No profile or trace hook: the loader knows its templates, and the
+        first recording puts a recording function in their place in the namespaces of its
+        modules (a test process's, which records; other processes never pay for it).  A
+        template is recorded when called by a name a module binds (``page(...)``,
+        ``layout.page(...)``) and its module was loaded before the block opened; the
+        top template a :class:`Template` calls is the caller's to record
+        (:meth:`Template.call_arguments`).
+        """
+        self._record_templates()
+        return setting(_recorded_calls, calls)
 
     def close(self) -> None:
         """Forget this loader's modules (they stay alive while templates are in use)."""
@@ -417,7 +453,7 @@ class Loader:
         reason = self._not_a_template(module, path, function_name)
         if reason:
             raise TemplateNotFound(name, [filename], reason=reason)
-        return Template(name, filename, module.__dict__[function_name], module)
+        return Template(name, filename, _unrecorded(module.__dict__[function_name]), module)
 
     def _not_a_template(self, module: ModuleType, path: str, attr: str) -> str:
         """Why *attr* of *module* is not a public template defined there ("" if it is)."""
@@ -426,7 +462,7 @@ class Loader:
         # The module's own namespace: no module __getattr__, no attributes of its type.
         if attr not in module.__dict__:
             return f"no template {attr!r} in {path}"
-        value = module.__dict__[attr]
+        value = _unrecorded(module.__dict__[attr])
         origin = getattr(value, "__module__", None)
         if isinstance(value, ModuleType):
             return f"{attr!r} in {path} is a module, not a template"
@@ -442,7 +478,7 @@ class Loader:
             # Plain Python: only what @template marks is a template, generators included.
             return (
                 f"{attr!r} in {path} is not marked as a template: decorate it with "
-                '@template("html") or @template("plain") from ptl_wsgi.templates'
+                '@template("html") or @template("plain") from ptl_wsgi.py_templates'
             )
         # Imported only here, off the path of marked templates: inspect imports ast.
         import inspect
@@ -457,6 +493,39 @@ class Loader:
                 )
             return f"{attr!r} in {path} is a {type(value).__name__}, not a template"
         return ""
+
+    def _record_templates(self) -> None:
+        """Bind a recording function in place of each template of the loaded modules,
+        wherever a module of this loader binds it (see :meth:`recording`)."""
+        if self._recorded_at == (len(sys.modules), self._purges):
+            return  # no module came or went: their templates record already
+        with self._lock:
+            recorded_at = (len(sys.modules), self._purges)
+            modules = self._own_modules()
+            recorders: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+            for module in modules:
+                path = self._describe_module(module.__name__)
+                if not path.endswith(SUFFIXES):
+                    continue
+                namespace = module.__dict__
+                # A function under its own name first, then under other names bound to it.
+                attrs = sorted(namespace, key=lambda a: a != getattr(namespace[a], "__name__", a))
+                for attr in attrs:
+                    value = namespace[attr]
+                    if (
+                        isinstance(value, FunctionType)
+                        and id(value) not in recorders
+                        and not hasattr(value, "__ptl_recorded__")
+                        and not self._not_a_template(module, path, attr)
+                    ):
+                        recorders[id(value)] = (value, _recorder(value, f"{path}:{attr}"))
+            for module in modules:
+                namespace = module.__dict__
+                for attr, value in list(namespace.items()):
+                    found = recorders.get(id(value))
+                    if found is not None and found[0] is value:
+                        namespace[attr] = found[1]
+            self._recorded_at = recorded_at
 
     def _describe_module(self, module_name: str) -> str:
         """A template file's name for this loader's modules, else the module's name."""
@@ -554,6 +623,7 @@ class Loader:
                 self._mtimes = stamps
 
     def _purge(self) -> None:
+        self._purges += 1
         prefix = self.package + "."
         for name in [n for n in sys.modules if n.startswith(prefix)]:
             module = sys.modules.pop(name)
@@ -565,6 +635,50 @@ class Loader:
         import importlib  # here: a one-shot process never purges
 
         importlib.invalidate_caches()
+
+
+def _recorder(function: FunctionType, name: str) -> Callable[..., Any]:
+    """*function*, called through a function that records each call in a recording
+    context (:meth:`Loader.recording`); it looks like *function* to the loader and tools."""
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True
+        calls = _recorded_calls.get()
+        if calls is not None:
+            calls.append((name, function, _call_arguments(function, args, kwargs)))
+        return function(*args, **kwargs)
+
+    recorded.__dict__.update(function.__dict__)
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(recorded, attribute, getattr(function, attribute))
+    recorded.__wrapped__ = function  # type: ignore[attr-defined]
+    recorded.__ptl_recorded__ = function  # type: ignore[attr-defined]
+    return recorded
+
+
+def _unrecorded(value: Any) -> Any:
+    """The template function itself, if *value* is its recorder (:func:`_recorder`)."""
+    return getattr(value, "__ptl_recorded__", value) if isinstance(value, FunctionType) else value
+
+
+def _call_arguments(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """*function*'s parameters bound to *args* and *kwargs*, defaults included ({} if
+    they do not fit: the call itself raises)."""
+    signature = getattr(function, "_ptl_signature", None)
+    if signature is None:
+        import inspect  # here: only recording (tests) needs it
+
+        signature = inspect.signature(function)
+        # Kept on the function: computed once per template, gone with its module.
+        function._ptl_signature = signature  # type: ignore[attr-defined]
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return {}
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 # inspect.CO_VARKEYWORDS, a constant of CPython's code objects.

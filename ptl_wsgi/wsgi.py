@@ -23,7 +23,7 @@ The request being served is available to templates through
 :func:`current_request`, which reads a context variable, so one application
 object serves many threads at once.  :class:`CSP` adds a Content-Security-Policy
 with a per-request nonce, which templates read with
-:func:`ptl_wsgi.csp.csp_nonce` (also :func:`ptl_wsgi.safety.csp_nonce`).
+:func:`ptl_wsgi.csp.csp_nonce`.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
-from ptl_wsgi._iterate import in_context, setting
+from ptl_wsgi._iterate_in_context import in_context, setting
 from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
 from ptl_wsgi.headers import HeaderError, check_headers, check_status
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import is_html_type, is_markup, markup, text
+from ptl_wsgi.output_policy import is_html_type, is_markup, markup, text
 from ptl_wsgi.tracebacks import entry_point
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def render_text(name: str, context: Mapping[str, Any] | None = None, /, **values
     """Render template *name* to raw text (plain ``str``), for mail bodies and ``text/plain``.
 
     The one explicit way around HTML escaping, named alike in every
-    integration; see :func:`ptl_wsgi.output.text`.
+    integration; see :func:`ptl_wsgi.output_policy.text`.
     """
     return text(render(name, context, **values))
 
@@ -127,7 +127,7 @@ def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) ->
     """A response that sends *chunks* as they are produced.
 
     When the response's type is HTML by any spelling (see
-    :func:`ptl_wsgi.output.is_html_type`; a ``Content-Type`` in *headers*
+    :func:`ptl_wsgi.output_policy.is_html_type`; a ``Content-Type`` in *headers*
     counts too), every chunk that is not markup is escaped, bytes included, as
     in an ``[html]`` template; otherwise str chunks are sent as UTF-8 and bytes
     as they are.  The iterable's ``close()`` is called when the server closes
@@ -176,7 +176,7 @@ class _encoded:
 def make_response(rv: Any, content_type: str | None = None) -> Response:
     """Turn what a view returned into a werkzeug Response (see the module doc).
 
-    The body goes through the output policy (:mod:`ptl_wsgi.output`): if the
+    The body goes through the output policy (:mod:`ptl_wsgi.output_policy`): if the
     response's type is HTML by any spelling, whether it came from the body's
     kind, *content_type* or the view's headers, anything but markup is escaped.
     """

@@ -20,7 +20,13 @@ Hypothesis profiles, chosen with ``HYPOTHESIS_PROFILE=<name>`` or pytest's
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from types import SimpleNamespace
+
+# The shared helpers (ptl_helpers, accelerator, browser, servers, ...) are imported by name
+# from every test folder.
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 import pytest
 from accelerator import load_implementation

@@ -12,7 +12,7 @@
 # use after free, double free...); a leak whose allocation stack passes
 # through the accelerator.  Leaks that LeakSanitizer finds in the interpreter
 # itself are ignored.  Leaked references (an object kept alive by a missing
-# Py_DECREF) are caught by tests/test_c_accelerator.py::test_no_leaks_per_operation.
+# Py_DECREF) are caught by tests/htmltext/test_c_accelerator.py::test_no_leaks_per_operation.
 #
 # Environment: PYTHON (default .venv/bin/python), CC (default gcc).
 set -euo pipefail
@@ -69,9 +69,9 @@ env PYTHONPATH="$WORK/site" PYTHONMALLOC=malloc PTL_WSGI_REQUIRE_C=1 PTL_WSGI_PU
     LD_PRELOAD="$LIBASAN" \
     ASAN_OPTIONS="detect_leaks=1:log_path=$WORK/asan:fast_unwind_on_malloc=0:malloc_context_size=8" \
     "$PYTHON" "$WORK/run.py" "$WORK" "$WORK/status" -p no:cacheprovider -q -m "not slow" \
-    tests/test_htmltext.py tests/test_htmltext_differential.py tests/test_c_accelerator.py \
-    tests/test_htmlformat.py tests/test_output_fast_path.py tests/test_loop_fusion.py \
-    tests/test_loop_fusion_review.py tests/test_contextual_twins.py "$@"
+    tests/htmltext/test_htmltext.py tests/htmltext/test_htmltext_differential.py tests/htmltext/test_c_accelerator.py \
+    tests/htmltext/test_htmlformat.py tests/compiler/test_compiled_output_fast_path.py tests/compiler/test_loop_fusion.py \
+    tests/compiler/test_loop_fusion_attack_findings.py tests/escaping/test_contextual_twins.py "$@"
 set -e
 
 failed=0

@@ -13,22 +13,19 @@ The engine claims only names of ``.ptl`` files (``"polls/index.ptl"``,
 ``"polls/index.ptl:row"``), so other names fall through to the next engine.
 :class:`CSPMiddleware` adds a Content-Security-Policy with a per-request nonce,
 which templates rendered with the request receive as ``csp_nonce``.
-Output goes through :mod:`ptl_wsgi.output`: rendering returns markup (a
+Output goes through :mod:`ptl_wsgi.output_policy`: rendering returns markup (a
 ``[plain]`` template's text is escaped); :func:`render_text` is the explicit
 raw-text call, for mail bodies.  See ``docs/django.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from types import CodeType, FrameType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
@@ -45,7 +42,8 @@ from django.utils.module_loading import import_string
 from ptl_wsgi import loader as ptl_loader
 from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output import chunks, is_html_type, markup, text
+from ptl_wsgi.loader import DEFAULT_FUNCTION
+from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
 from ptl_wsgi.tracebacks import entry_point, template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
@@ -197,18 +195,22 @@ class Template:
             return self._run(full, output)
         # A Context, as Django's engine sends: the debug toolbar reads its ``dicts``.
         signal.send(sender=self, template=self, context=Context(full))
+        top = self.template
         calls: list[tuple[str, Callable[..., Any], dict[str, Any]]] = []
         try:
-            with _recording(self.backend.loader, calls):
+            with self.backend.loader.recording(calls):
+                if self.source is None:  # (a template from a string has no name to record)
+                    # Called here, first; the loader records the calls it makes.
+                    name = top.name if ":" in top.name else f"{top.name}:{DEFAULT_FUNCTION}"
+                    calls.append((name, top.function, top.call_arguments(full)))
                 return self._run(full, output)
         finally:
             # Sent once the render is over (even a failed one), in call order, each
             # template under both its names: "layout.ptl" and "layout.ptl:page".
-            top = self.template.function
             for index, (name, function, arguments) in enumerate(calls):
                 path = name.partition(":")[0]
                 names: tuple[str, ...] = (path, name)
-                if index == 0 and function is top:
+                if index == 0 and function is top.function:
                     names = tuple(n for n in names if n != self.name)  # the one sent above
                 filename = function.__code__.co_filename
                 for each in names:
@@ -303,67 +305,6 @@ def _template_rendered() -> Signal | None:
     # Whoever listens to the signal has imported its module, so looking it up here is enough.
     module = sys.modules.get("django.test.signals")
     return None if module is None else module.template_rendered
-
-
-_ProfileEvent = Literal["call", "return", "c_call", "c_return", "c_exception"]
-
-
-@contextlib.contextmanager
-def _recording(
-    loader: ptl_loader.Loader, calls: list[tuple[str, Callable[..., Any], dict[str, Any]]]
-) -> Iterator[None]:
-    """Append ``(name, function, arguments)`` to *calls* for each call of a template of
-    *loader* in this thread while the block runs (only under the test client).
-
-    A profile hook, installed for the block alone, so that template functions
-    stay plain functions and a render outside tests pays nothing for this.
-    """
-    names: dict[CodeType, tuple[str, Callable[..., Any]] | None] = {}
-    resumed: set[FrameType] = set()
-    previous = sys.getprofile()
-
-    def profile(frame: FrameType, event: _ProfileEvent, arg: Any) -> None:
-        if event == "call":
-            code = frame.f_code
-            if code not in names:
-                names[code] = _template_of(loader, frame)
-            known = names[code]
-            if known is not None and frame not in resumed:
-                if code.co_flags & inspect.CO_GENERATOR:
-                    resumed.add(frame)  # a generator's next step is no new call
-                name, function = known
-                calls.append((name, function, dict(frame.f_locals)))
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profile)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-
-
-def _template_of(
-    loader: ptl_loader.Loader, frame: FrameType
-) -> tuple[str, Callable[..., Any]] | None:
-    """``("dir/file.ptl:function", function)`` if *frame* runs a template of *loader*
-    that its name can reach (as the loader decides), else None."""
-    module_name = frame.f_globals.get("__name__")
-    if not isinstance(module_name, str) or not module_name.startswith(loader.package + "."):
-        return None
-    module = sys.modules.get(module_name)
-    path = loader._describe_module(module_name)
-    if module is None or not path.endswith(ptl_loader.SUFFIXES):
-        return None
-    code = frame.f_code
-    attrs = [code.co_name, *(a for a in module.__dict__ if a != code.co_name)]
-    for attr in attrs:
-        function = module.__dict__.get(attr)
-        if function is not None and getattr(function, "__code__", None) is code:
-            if not loader._not_a_template(module, path, attr):
-                return f"{path}:{attr}", function
-            return None
-    return None
 
 
 def _first_template(candidates: Sequence[PTLTemplates], names: Sequence[str]) -> Template:

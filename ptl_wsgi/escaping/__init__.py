@@ -17,6 +17,6 @@ choice of escaper, one module per output language.
 * :mod:`~ptl_wsgi.escaping.planner` -- the plan of literal parts (one cache),
   for t-strings and run-time formatting.
 
-Nothing here imports the rest of ptl_wsgi: the compiler, ``html``, ``safety``
+Nothing here imports the rest of ptl_wsgi: the compiler, ``html``, ``beyond_escaping``
 and the integrations use it.  Importing this package loads nothing else.
 """

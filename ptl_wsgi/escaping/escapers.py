@@ -145,7 +145,7 @@ def _layers(escape: Text) -> dict[str, Text]:
 _ASCII = tuple(map(chr, range(128)))
 # Characters outside ASCII that no escaper below changes unless it changes all of
 # them: a plan says whether its escaper keeps them (the twin keeps them only outside
-# the ranges it always leaves to the reference; tests/test_contextual_twins.py checks
+# the ranges it always leaves to the reference; tests/escaping/test_contextual_twins.py checks
 # every code point).
 _NON_ASCII_PROBE = "\u00e9\u4e2d\U0001f600"
 # Bases left to the reference in every twin: a comment in a script or style (the value

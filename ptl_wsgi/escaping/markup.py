@@ -76,7 +76,7 @@ def attribute_names(text: str) -> bool:
     )
 
 
-# -- whole attributes: the policy of safety.attrs -------------------------------------
+# -- whole attributes: the policy of beyond_escaping.attrs -------------------------------------
 
 # The HTML attribute-name grammar: anything but controls, space, " ' > / = and
 # noncharacters.  "<" and "`" are allowed by the grammar but refused here, as
@@ -103,7 +103,8 @@ def _url_value(kind: str, local: str, value: Any, escape: Callable[[str], str]) 
 def attributes(
     mapping: Mapping[str, Any], escape: Callable[[str], str], allow_events: bool = False
 ) -> str:
-    """*mapping* as attribute markup (``' name="value"'`` each, in order); see ``safety.attrs``.
+    """*mapping* as attribute markup (``' name="value"'`` each, in order); see
+    ``beyond_escaping.attrs``.
 
     *escape* is HTML escaping of a str (a twin's ``escape_str``).
     """

@@ -2,9 +2,9 @@
 
 Every other room asks these: the context engine (which attribute holds a URL,
 which scheme runs script), the escapers (which characters JSON may not hold
-in a page, which bases leave an int's digits alone), ``safety`` (``safe_url``,
+in a page, which bases leave an int's digits alone), ``beyond_escaping`` (``safe_url``,
 ``attrs``, ``json_script``), the compiler and the output policy ("is this
-markup", "is this a t-string").  ``tests/test_escaping_rules.py`` fails if a
+markup", "is this a t-string").  ``tests/escaping/test_escaping_rules.py`` fails if a
 rule is spelled anywhere else.
 
 Plain data and small functions only: no regular expressions are compiled here

@@ -1,7 +1,7 @@
 """URLs: the scheme policy and the escapers for each part of a URL.
 
 :func:`is_safe_url` is the one scheme check: ``safe_url`` and ``attrs``
-(``ptl_wsgi.safety``) and the escapers of a value at a URL's start use it.
+(``ptl_wsgi.beyond_escaping``) and the escapers of a value at a URL's start use it.
 The escapers take and return str; :mod:`ptl_wsgi.escaping.escapers` makes
 them markup.
 """
@@ -94,7 +94,7 @@ def is_safe_url(
     """Whether *value* is a URL that may go in an ``href``, ``src`` or ``action``.
 
     Relative URLs are; a URL with a scheme only if the scheme is in *schemes*;
-    base64 raster images with *allow_data_images*.  See ``safety.safe_url``.
+    base64 raster images with *allow_data_images*.  See ``beyond_escaping.safe_url``.
     """
     allowed = allowed_schemes(schemes)
     seen = canonical(url_text(value))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ptl_wsgi.beyond_escaping import attrs as render_attributes
 from ptl_wsgi.forms.adapters import csrf_policy, form_data
 from ptl_wsgi.forms.csrf import CSRFPolicy, CSRFTokenWidget
 from ptl_wsgi.forms.inputs import FormData
@@ -16,7 +17,6 @@ from ptl_wsgi.forms.widgets import (
     merge_attrs,
 )
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import attrs as render_attributes
 
 __all__ = ["Form"]
 

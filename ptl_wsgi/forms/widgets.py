@@ -3,7 +3,7 @@
 Every ``render*`` method returns :class:`~ptl_wsgi.html.htmltext` built with
 htmltext operations, so labels, hints, options, values and error messages are
 escaped unless they already are htmltext.  Attributes, the caller's and ours,
-are all rendered by :func:`ptl_wsgi.safety.attrs`: URLs checked, event
+are all rendered by :func:`ptl_wsgi.beyond_escaping.attrs`: URLs checked, event
 handlers refused unless given as markup.
 
 Input rules shared by all widgets:
@@ -24,9 +24,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
+from ptl_wsgi.beyond_escaping import attrs as render_attributes
 from ptl_wsgi.forms.inputs import FormData, UploadedFile
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.safety import attrs as render_attributes
 
 _Number = TypeVar("_Number", int, decimal.Decimal)
 

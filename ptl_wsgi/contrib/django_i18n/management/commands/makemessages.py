@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.commands import makemessages
 
-from ptl_wsgi.babel_extract import python_view_text
+from ptl_wsgi.tools.babel_extract import python_view_text
 
 
 class BuildFile(makemessages.BuildFile):

@@ -2,7 +2,7 @@
 t-strings, so that it runs on every supported Python)."""
 
 from ptl_wsgi.html import html_join, htmltext
-from ptl_wsgi.templates import template
+from ptl_wsgi.py_templates import template
 
 from ..layout import page  # a .ptl template, imported by a .py one
 
