@@ -1,7 +1,7 @@
 # Everyday tasks; each one sets up .venv first (see dev.py, which needs only python3).
 PYTHON ?= python3
 
-.PHONY: demo test test-fast test-all test-django42 coverage bench lint types memcheck strict-build fuzz fuzz-contexts clean
+.PHONY: demo test test-fast test-all test-django42 test-flask30 coverage bench lint types memcheck strict-build fuzz fuzz-contexts clean
 
 demo:            ## set everything up and serve the example sites
 	$(PYTHON) dev.py demo
@@ -40,6 +40,9 @@ clean:
 
 test-django42:   ## the Django tests against Django 4.2 LTS
 	$(PYTHON) dev.py test-django42
+
+test-flask30:    ## the Flask and Quart tests against the oldest Flask (3.0) and Jinja2 (3.1.2)
+	$(PYTHON) dev.py test-flask30
 
 fuzz:            ## atheris targets for the C escaping and the compiler (60 s each)
 	$(PYTHON) dev.py setup && bash tools/fuzz.sh

@@ -9,6 +9,7 @@ Needs only Python 3 (and a C compiler for the accelerator)::
     python3 dev.py test-all    # the fast tests on the other supported Pythons (3.14, 3.15: chroot)
     python3 dev.py bench       # the benchmarks, results as ratios
     python3 dev.py test-django42   # the Django tests against Django 4.2 LTS
+    python3 dev.py test-flask30    # the Flask and Quart tests against the oldest Flask (3.0)
     python3 dev.py coverage    # the example sites' tests under coverage, .ptl templates too
     python3 dev.py fuzz-contexts   # contextual escaping fuzzed in Chromium, new seeds (10 min)
 
@@ -218,6 +219,47 @@ def main(argv: list[str]) -> None:
                 "no:cacheprovider",
                 "tests/integrations/test_django.py",
                 "tests/examples/test_example_django.py",
+                *args,
+            ],
+            env=env,
+        )
+    elif task == "test-flask30":
+        # The oldest Flask pyproject.toml allows (flask>=3.0) with the oldest Jinja2 it
+        # accepts, and the newest Quart that runs on them: the Jinja2 and Flask seams
+        # (tests/integrations/test_flask_seam.py) and the behaviour built on them.  The
+        # project comes from the source tree, as for test-django42.
+        where = venv_dir("flask30")
+        python = venv_python(where)
+        if not python.exists():
+            venv.EnvBuilder(with_pip=True).create(where)
+        run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "flask>=3.0,<3.1",
+                "jinja2==3.1.2",
+                "quart",
+                "pytest",
+                "hypothesis",
+                "werkzeug",
+            ]
+        )
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/integrations/test_flask_seam.py",
+                "tests/integrations/test_flask.py",
+                "tests/examples/test_example_flask.py",
+                "tests/integrations/test_quart.py",
                 *args,
             ],
             env=env,

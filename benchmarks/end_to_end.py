@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""End to end: the page benchmark through Flask's and Django's own render calls.
+"""End to end: the page benchmark through Flask's, Quart's and Django's own render calls.
 
 ::
 
-    .venv/bin/python benchmarks/end_to_end.py              # Flask, then Django
+    .venv/bin/python benchmarks/end_to_end.py              # Flask, Quart, then Django
     .venv/bin/python benchmarks/end_to_end.py --rounds 41 --write
     .venv/bin/python benchmarks/end_to_end.py --only flask --quick
 
@@ -14,18 +14,22 @@ own loader:
 
 * Flask (one app, ``PTL(app)``): ``flask.render_template`` of
   ``ptl_pages.ptl:articles`` against ``articles.html`` in Jinja2;
+* Quart (one app, ``PTL(app)``, Python 3.11+): ``await quart.render_template``
+  of the same names, Jinja2 in Quart's async mode;
 * Django (one settings module, three engines): ``render_to_string`` with the
   PTL engine, the Django template language and Django's Jinja2 backend.
 
 Each is timed twice: the *template part* (the render call alone, inside a
-request context for Flask) and the *whole request* (the framework's WSGI
-application called directly with a fresh environ, the response body joined: URL
-routing, the view, the render, the response object).  Every process runs one
-framework (``--only``); rounds are interleaved (each candidate once per round,
-in turn) and the table shows medians of per-call times and of per-round ratios.
+request context for Flask and Quart) and the *whole request* (the framework's
+WSGI application called directly with a fresh environ, the ASGI one with a fresh
+scope for Quart, the response body joined: URL routing, the view, the render,
+the response object).  Quart's calls each run to completion on one event loop.
+Every process runs one framework (``--only``); rounds are interleaved (each
+candidate once per round, in turn) and the table shows medians of per-call
+times and of per-round ratios.
 
 Targets (the script exits 1 on a miss): the template part at most ``0.2x``
-Jinja2's (Flask) and DTL's and Django's Jinja2 backend's (Django), and the whole
+Jinja2's (Flask, Quart) and DTL's and Django's Jinja2 backend's (Django), and the whole
 request faster than theirs:
 the 75th percentile of the per-round ratios below 1, so that the gain is more
 than the noise between rounds.
@@ -34,6 +38,8 @@ than the noise between rounds.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextvars
 import io
 import os
 import platform
@@ -51,7 +57,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTION = "## End to end: Flask and Django"
+SECTION = "## End to end: Flask, Quart and Django"
 TEMPLATE_TARGET = 0.2
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
@@ -153,6 +159,92 @@ def flask_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     }
 
 
+def quart_app(folder: Path) -> Any:
+    """One Quart app, ``PTL(app)``: ``/ptl`` and ``/jinja`` serve the page."""
+    import quart
+
+    from ptl_wsgi.contrib.quart import PTL
+
+    app = quart.Quart(__name__, template_folder=str(folder / "jinja"))
+    app.config["PTL_SEARCH_PATH"] = [str(folder / "ptl")]
+    PTL(app)
+
+    @app.get("/ptl")
+    async def ptl_page() -> str:
+        return str(await quart.render_template(PTL_NAME, items=ITEMS, title=TITLE))
+
+    @app.get("/jinja")
+    async def jinja_page() -> str:
+        return await quart.render_template("articles.html", items=ITEMS, title=TITLE)
+
+    return app
+
+
+def asgi_caller(
+    app: Any, path: str, marker: bytes, loop: asyncio.AbstractEventLoop
+) -> Callable[[], bytes]:
+    """A call of the ASGI *app* for GET *path*, as a server makes it; checks the response."""
+    base: dict[str, Any] = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "headers": [(b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
+    }  # fmt: skip
+
+    async def request() -> bytes:
+        sent: list[dict[str, Any]] = []
+        done = asyncio.Event()
+        messages = [{"type": "http.request", "body": b"", "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop()
+            await done.wait()  # as a server: the client leaves once the response is sent
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done.set()
+
+        await app(dict(base), receive, send)
+        body = b"".join(message.get("body", b"") for message in sent[1:])
+        if sent[0].get("status") != 200 or marker not in body:
+            raise SystemExit(f"GET {path}: unexpected response {body[:200]!r}")
+        return body
+
+    return lambda: loop.run_until_complete(request())
+
+
+def quart_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
+    """``{part: {engine: call}}`` for Quart: PTL and Jinja2 (async mode) in one app."""
+    import quart
+
+    app = quart_app(folder)
+    loop = asyncio.new_event_loop()
+    # The template part runs inside a request, as in a view: the request context is pushed
+    # once, in a context each call's task starts from (Task's context=, Python 3.11+).
+    context = contextvars.copy_context()
+    loop.run_until_complete(
+        loop.create_task(app.test_request_context("/").push(), context=context)  # type: ignore[call-arg]
+    )
+    render = quart.render_template
+
+    def in_request(make: Callable[[], Any]) -> Callable[[], Any]:
+        return lambda: loop.run_until_complete(loop.create_task(make(), context=context))  # type: ignore[call-arg]
+
+    return {
+        "template part": {
+            "PTL": in_request(lambda: render(PTL_NAME, items=ITEMS, title=TITLE)),
+            "Jinja2": in_request(lambda: render("articles.html", items=ITEMS, title=TITLE)),
+        },
+        "whole request": {
+            "PTL": asgi_caller(app, "/ptl", b"<h1>Articles</h1>", loop),
+            "Jinja2": asgi_caller(app, "/jinja", b"<h1>Articles</h1>", loop),
+        },
+    }
+
+
 DJANGO_NAMES = {"ptl": PTL_NAME, "dtl": "articles.html", "jinja2": "articles.html"}
 CONTEXT = {"items": ITEMS, "title": TITLE}
 
@@ -224,7 +316,9 @@ def django_candidates(folder: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     }
 
 
-FRAMEWORKS = {"flask": flask_candidates, "django": django_candidates}
+FRAMEWORKS = {"flask": flask_candidates, "quart": quart_candidates, "django": django_candidates}
+if sys.version_info < (3, 11):  # Quart's candidates need Task(context=)
+    del FRAMEWORKS["quart"]
 
 
 def served(framework: str) -> Any:
@@ -238,7 +332,7 @@ def served(framework: str) -> Any:
 
 
 #: The engines each framework's PTL figures are held to.
-BASELINE = {"flask": ["Jinja2"], "django": ["DTL", "Jinja2 (Django backend)"]}
+BASELINE = {"flask": ["Jinja2"], "quart": ["Jinja2"], "django": ["DTL", "Jinja2 (Django backend)"]}
 
 
 # -- timing ---------------------------------------------------------------------------
@@ -319,7 +413,7 @@ def table(framework: str, result: dict[str, Any]) -> list[str]:
 def versions() -> str:
     from importlib.metadata import version
 
-    parts = [f"{p} {version(p)}" for p in ("flask", "werkzeug", "jinja2", "django")]
+    parts = [f"{p} {version(p)}" for p in ("flask", "quart", "werkzeug", "jinja2", "django")]
     parts.append(f"Python {platform.python_version()} on {platform.system()} {platform.machine()}")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     parts.append(f"{os.cpu_count()} CPUs, load average {load}")
@@ -362,9 +456,9 @@ def main(argv: list[str] | None = None) -> int:
                     SECTION,
                     "",
                     "`benchmarks/end_to_end.py`: the `articles` page (layout + 100",
-                    "articles) through Flask's `render_template` and Django's",
+                    "articles) through Flask's and Quart's `render_template` and Django's",
                     "`render_to_string`, one process per framework, the template part alone",
-                    "and the whole request (the WSGI app called directly); interleaved",
+                    "and the whole request (the WSGI or ASGI app called directly); interleaved",
                     "rounds, medians (see the script's docstring).",
                     "",
                     f"Command (from the repository root), run {when}:",

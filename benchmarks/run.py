@@ -27,8 +27,11 @@ It runs, one after the other, each in its own process and with this interpreter:
 * ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
   a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
   one-file CGI example per request (at most 8 ms over ``python -c pass``);
-* ``benchmarks/end_to_end.py``: the page through Flask's ``render_template``
-  and Django's ``render_to_string``, template part and whole request;
+* ``benchmarks/end_to_end.py``: the page through Flask's and Quart's
+  ``render_template`` and Django's ``render_to_string``, template part and
+  whole request;
+* ``benchmarks/asgi_pages.py``: the page through Starlette's ``TemplateResponse``
+  (PTLTemplates against Jinja2Templates), and the ASGI middleware's cost;
 * ``benchmarks/serve_pages.py``: the same page served by gunicorn, requests/s.
 
 Each script states its targets as lines ending in ``**met**`` or ``**NOT met**``
@@ -129,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== t-strings: skipped, t-strings need Python 3.14+ (benchmarks/tstrings.py)")
     rows += run("Start-up", ["benchmarks/startup.py", *runs])
     rows += run("End to end", ["benchmarks/end_to_end.py", *quick])
+    rows += run("ASGI", ["benchmarks/asgi_pages.py", *quick])
     served = ["--requests", "300", "--rounds", "1"] if args.quick else []
     rows += run("Served pages", ["benchmarks/serve_pages.py", *served])
     print("\n== Targets\n")

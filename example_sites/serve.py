@@ -1,8 +1,9 @@
 """Serve every example site from one process: ``python example_sites/serve.py``.
 
 werkzeug's dispatcher mounts the Flask guestbook at ``/flask/``, the Django
-notes at ``/django/``, the publisher-based WSGI site at ``/wsgi/`` and the
-one-file CGI program at ``/cgi/``; ``/`` is an index page (``index.ptl``) that
+notes at ``/django/``, the publisher-based WSGI site at ``/wsgi/``, the Starlette
+site at ``/starlette/`` (an ASGI app, through a2wsgi) and the one-file CGI
+program at ``/cgi/``; ``/`` is an index page (``index.ptl``) that
 links them. SQLite files are created on first run, next to each site or in
 ``--data-dir``. Ctrl-C (or SIGTERM) stops the server with exit status 0.
 
@@ -50,7 +51,8 @@ class Site:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Serve every ptl_wsgi example site (Flask, Django, WSGI, CGI) from one process."
+        description="Serve every ptl_wsgi example site (Flask, Django, WSGI, ASGI, CGI) from one "
+        "process."
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
@@ -148,11 +150,31 @@ def wsgi_site(data_dir: Path | None) -> Site:
     )
 
 
+def starlette_site() -> Site:
+    from a2wsgi import ASGIMiddleware
+
+    module = _load_module("ptl_demo_starlette_app", HERE / "starlette_app" / "app.py")
+    return Site(
+        "starlette",
+        "/starlette/",
+        "Facts on Starlette (ASGI)",
+        "PTLTemplates in place of Jinja2Templates: a search page, a streamed generator "
+        "template and a PTL 404 page, under the ASGI CSP middleware (served here from the "
+        "demo's WSGI process through a2wsgi; uvicorn serves it on its own).",
+        "",
+        ASGIMiddleware(module.app),
+    )
+
+
 def cgi_site() -> Site:
     from ptl_wsgi.cgiapp import CGIGateway
+    from ptl_wsgi.csp import NONCE
+    from ptl_wsgi.wsgi import CSP
 
     # The script's #! line runs `python3 -m ptl_wsgi.cgiapp`: this Python must come first.
     gateway = CGIGateway(CGI_SCRIPT, env={"PATH": f"{sys.prefix}/bin:/usr/bin:/bin"})
+    # Under the strict policy like the other sites: the gateway passes the nonce on.
+    app = CSP(gateway, {"style-src": [NONCE]})
     return Site(
         "cgi",
         "/cgi/",
@@ -161,7 +183,7 @@ def cgi_site() -> Site:
         "request: a greeting from the query string (try ?name=you) and a form that echoes "
         "what you post.",
         "",
-        gateway,
+        app,
     )
 
 
@@ -173,12 +195,19 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
 
     import ptl_wsgi
     from ptl_wsgi import htmltext
+    from ptl_wsgi.csp import NONCE
     from ptl_wsgi.loader import Loader
-    from ptl_wsgi.wsgi import render, view
+    from ptl_wsgi.wsgi import CSP, render, view
 
     if data_dir:
         data_dir.mkdir(parents=True, exist_ok=True)
-    sites = [flask_site(data_dir), django_site(data_dir, host), wsgi_site(data_dir), cgi_site()]
+    sites = [
+        flask_site(data_dir),
+        django_site(data_dir, host),
+        wsgi_site(data_dir),
+        starlette_site(),
+        cgi_site(),
+    ]
 
     @view(loader=Loader([HERE]))
     def index(request: Any) -> Any:
@@ -196,7 +225,9 @@ def make_app(data_dir: Path | None = None, host: str = "127.0.0.1") -> Any:
             implementation=ptl_wsgi.IMPLEMENTATION,
         )
 
-    app = DispatcherMiddleware(index, {site.path.rstrip("/"): site.app for site in sites})
+    # The index page under the strict policy too (its <style> and <script> take the nonce).
+    home = CSP(index, {"style-src": [NONCE]})
+    app = DispatcherMiddleware(home, {site.path.rstrip("/"): site.app for site in sites})
     app.sites = sites  # type: ignore[attr-defined]  # for main() to print their notes
     return app
 

@@ -19,6 +19,9 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
+from ptl_wsgi.escaping.nonce import attribute as _nonce_attribute
+from ptl_wsgi.escaping.nonce import inserted as _inserted
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -353,8 +356,9 @@ _UNPLANNED: Any = object()  # a cut's plan until _plan() makes it
 @_memo
 def _split_format(fmt: str) -> list[Any]:
     """The units of *fmt* (``escaping.printf``), the literal text after the last,
-    whether every unit is a bare positional ``%s``, and the contextual plan (_plan()):
-    ``[units, tail, simple, plan]``, the plan ``_UNPLANNED`` until asked for.
+    whether every unit is a bare positional ``%s``, the contextual plan (_plan())
+    and the CSP nonce slots of its literal texts: ``[units, tail, simple, plan,
+    nonces]``, the plan ``_UNPLANNED`` until asked for.
 
     The cut stops at anything it cannot read (``%(`` without its ``)``, a unit
     without a conversion character): str refuses such a format, and the check
@@ -365,9 +369,9 @@ def _split_format(fmt: str) -> list[Any]:
 
     units, tail, complete = scan_percent(fmt)
     if not complete:
-        return [tuple(units), "", False, None]
+        return [tuple(units), "", False, None, ()]
     simple = all(unit.source == "%s" for unit in units)
-    return [tuple(units), tail, simple, _UNPLANNED]
+    return [tuple(units), tail, simple, _UNPLANNED, ()]
 
 
 def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
@@ -376,14 +380,33 @@ def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
     the cut.  Not made for HTML-only formatting, which needs no context engine."""
     units, tail = cut[0], cut[1]
     plan: tuple[Any, ...] | ValueError | None
+    strings = (*(unit.literal for unit in units), tail)
+    fields = tuple(unit.field for unit in units)
     try:
-        plan = _markup_format.percent_plan(
-            (*(unit.literal for unit in units), tail), tuple(unit.field for unit in units)
-        )
+        plan = _markup_format.percent_plan(strings, fields)
+        cut[4] = _markup_format.nonce_slots(strings, fields)
     except ValueError as exc:
         plan = exc
     cut[3] = plan
     return plan
+
+
+def _nonced(units: tuple[_Unit, ...], tail: str, nonces: Any) -> tuple[tuple[_Unit, ...], str]:
+    """*units* and *tail* with the current CSP nonce at their slots (as they are
+    outside a nonce scope): made per render, the cut itself keeps no nonce."""
+    attr = _nonce_attribute()
+    if not attr:
+        return units, tail
+    nonced = []
+    for unit, slots in zip(units, nonces, strict=False):
+        if slots:
+            copy = object.__new__(type(unit))
+            for name in type(unit).__slots__:
+                setattr(copy, name, getattr(unit, name))
+            copy.literal = _inserted(unit.literal, slots, attr)
+            unit = copy
+        nonced.append(unit)
+    return tuple(nonced), _inserted(tail, nonces[-1], attr)
 
 
 _stand_in_types: dict[tuple[str, str, str, type], type] = {}
@@ -510,22 +533,28 @@ def format_mod(fmt: str, arg: Any, /) -> str:
     return _format_mod(fmt, arg, True)
 
 
-def format_mod_html(fmt: str, arg: Any, /) -> str:
+def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     """``fmt % arg`` with every conversion HTML-escaped, wherever it lands.
 
     For formats the compiler planned (their values are escaped already for
     where they land) and templates that opt out of contextual escaping.
+    *nonces*: where the CSP nonce goes in the format's literal texts (the
+    compiler's slots, one tuple per text), inserted in a nonce scope.
     """
-    return _format_mod(fmt, arg, False)
+    return _format_mod(fmt, arg, False, nonces)
 
 
-def _format_mod(fmt: str, arg: Any, contextual: bool) -> str:
+def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
     cut = _split_format(fmt)
-    units, tail, simple, plan = cut
+    units, tail, simple, plan, _ = cut
     if not contextual:
         plan = None
     elif plan is _UNPLANNED:
         plan = _plan(cut)
+    if contextual:
+        nonces = cut[4]
+    if nonces and _nonce_used[0] and len(nonces) == len(units) + 1:
+        units, tail = _nonced(units, tail, nonces)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.
@@ -622,14 +651,37 @@ _CONVERSION_ATTRS: dict[str, Callable[[object], str]] = {"\0s": str, "\0r": repr
 
 
 def _rewrite_fields(
-    fmt: str, in_spec: bool, depth: int, escapers: tuple[str | None, ...] | None = None
+    fmt: str,
+    in_spec: bool,
+    depth: int,
+    escapers: tuple[str | None, ...] | None = None,
+    nonces: tuple[tuple[int, ...], ...] = (),
 ) -> str:
     out = []
     number = 0
+    at = taken = 0  # where this literal starts in the text between two fields; slots used
     for literal, field, spec, conversion in _string.formatter_parser(fmt):
-        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if nonces:
+            # The CSP nonce's own field (_NONCE_FIELD) at each slot of this text.
+            slots = nonces[number]
+            pieces = []
+            start = 0
+            while taken < len(slots) and slots[taken] - at <= len(literal):
+                pieces.append(literal[start : slots[taken] - at])
+                start = slots[taken] - at
+                taken += 1
+            pieces.append(literal[start:])
+            at += len(literal)
+            out.append(
+                ("{" + _NONCE_FIELD + "}").join(
+                    piece.replace("{", "{{").replace("}", "}}") for piece in pieces
+                )
+            )
+        else:
+            out.append(literal.replace("{", "{{").replace("}", "}}"))
         if field is None:
             continue
+        at = taken = 0
         out.append("{" + field)
         if conversion in ("s", "r", "a"):
             out.append(".\0" + conversion)
@@ -688,6 +740,49 @@ def _rewrite_format(fmt: str) -> str | tuple[str, ValueError]:
         return _rewrite_fields(fmt, False, 1, escapers)
     except ValueError:
         return plain  # malformed in a spec: str.format raises for it
+
+
+# The field that writes the CSP nonce attribute where a nonce scope is open: a keyword
+# no caller passes (the proxies' own names start with "\0" too).
+_NONCE_FIELD = "\0nonce"
+
+
+@_memo
+def _rewrite_nonced(fmt: str) -> str | None:
+    """*fmt* rewritten as :func:`_rewrite_format` does, with a field for the CSP nonce
+    attribute at each of its slots; None when no tag of *fmt* takes a nonce (or it is
+    refused).  Nonce-free: the nonce is the field's value, per render."""
+    if "<" not in fmt:
+        return None
+    try:
+        parsed = list(_string.formatter_parser(fmt))
+    except ValueError:
+        return None
+    strings: list[str] = []
+    text = ""
+    for literal, field, _spec, _conversion in parsed:
+        text += literal
+        if field is not None:
+            strings.append(text)
+            text = ""
+    strings.append(text)
+    try:
+        nonces = _markup_format.nonce_slots(tuple(strings))
+        if not nonces:
+            return None
+        escapers = _markup_format.plan(tuple(strings))
+        return _rewrite_fields(fmt, False, 1, escapers, nonces)
+    except ValueError:
+        return None
+
+
+def _nonce_field(fmt: str) -> tuple[str, Any] | None:
+    """The nonced rewriting of *fmt* and the nonce field's value, in a nonce scope."""
+    rewritten = _rewrite_nonced(fmt)
+    if rewritten is None:
+        return None
+    attr = _nonce_attribute()
+    return (rewritten, _FieldProxy(attr, _PLAIN)) if attr else None
 
 
 def _refuse(rewritten: tuple[str, ValueError], args: tuple[Any, ...], kwargs: Any) -> NoReturn:
@@ -786,6 +881,21 @@ class _MappingProxy:
         return _FieldProxy(self._mapping[key])
 
 
+class _NoncedMappingProxy(_MappingProxy):
+    """The mapping's proxies, and the CSP nonce attribute for its own field."""
+
+    __slots__ = ("_nonce",)
+
+    def __init__(self, mapping: Any, nonce: _FieldProxy) -> None:
+        self._mapping = mapping
+        self._nonce = nonce
+
+    def __getitem__(self, key: Any) -> _FieldProxy:
+        if key == _NONCE_FIELD and type(key) is str:
+            return self._nonce
+        return _FieldProxy(self._mapping[key])
+
+
 def format_html(fmt: str, /, *args: Any, **kwargs: Any) -> str:
     """``fmt.format(*args, **kwargs)`` with every field HTML-escaped, wherever it lands
     (see format_mod_html()); returns markup as str."""
@@ -844,23 +954,27 @@ class HtmlTextBase(str):
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
-        fmt = _rewrite_format(str.__str__(self))
+        source = str.__str__(self)
+        fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
-        return _new_str(
-            type(self),
-            str.format(
-                fmt,
-                *[_FieldProxy(a) for a in args],
-                **{k: _FieldProxy(v) for k, v in kwargs.items()},
-            ),
-        )
+        proxies = {k: _FieldProxy(v) for k, v in kwargs.items()}
+        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
+        if nonced is not None:
+            fmt, proxies[_NONCE_FIELD] = nonced
+        return _new_str(type(self), str.format(fmt, *[_FieldProxy(a) for a in args], **proxies))
 
     def format_map(self, mapping: Any, /) -> Any:
-        fmt = _rewrite_format(str.__str__(self))
+        source = str.__str__(self)
+        fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)
-        return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
+        proxy = _MappingProxy(mapping)
+        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
+        if nonced is not None:
+            fmt, nonce = nonced
+            proxy = _NoncedMappingProxy(mapping, nonce)
+        return _new_str(type(self), str.format_map(fmt, proxy))
 
 
 # Values formatted outside text are escaped by the escaping engine's escapers, built on

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ptl_wsgi.csp import CSP_NONCE_KEY
 from ptl_wsgi.headers import HeaderError, check_header, check_status, split_lines
 
 if TYPE_CHECKING:
@@ -65,11 +66,25 @@ def _required_positional(func: Callable[..., Any]) -> int | None:
     )
 
 
+#: The variable through which :class:`CGIGateway` under :class:`ptl_wsgi.wsgi.CSP` gives a
+#: CGI program the request's CSP nonce (not ``HTTP_``: no client can set it).
+NONCE_VARIABLE = "PTL_WSGI_CSP_NONCE"
+
+
 def run_cgi(app_or_view: Any, *, debug: bool | None = None) -> None:
-    """Serve one CGI request with *app_or_view* (see :func:`as_wsgi_app`)."""
+    """Serve one CGI request with *app_or_view* (see :func:`as_wsgi_app`); in the
+    request's nonce scope when the gateway gave one (:data:`NONCE_VARIABLE`)."""
     from wsgiref.handlers import CGIHandler
 
-    CGIHandler().run(as_wsgi_app(app_or_view, debug=debug))
+    app = as_wsgi_app(app_or_view, debug=debug)
+    nonce = os.environ.get(NONCE_VARIABLE)
+    if not nonce:
+        CGIHandler().run(app)
+        return
+    from ptl_wsgi.csp import nonce_scope
+
+    with nonce_scope(nonce):
+        CGIHandler().run(app)
 
 
 def run_script(path: str) -> dict[str, Any]:
@@ -134,6 +149,9 @@ class CGIGateway:
         for key, value in environ.items():
             if key.startswith("HTTP_") and key != "HTTP_PROXY":  # "httpoxy"
                 cgi[key] = str(value)
+        nonce = environ.get(CSP_NONCE_KEY)
+        if nonce:  # (under ptl_wsgi.wsgi.CSP: the program's pages take the request's nonce)
+            cgi[NONCE_VARIABLE] = str(nonce)
         cgi.update(self.env)
         # A NUL cannot stand in an environment variable: subprocess would refuse the request.
         return {key: value for key, value in cgi.items() if "\x00" not in value}

@@ -55,7 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each value of the [html] templates: file:line:col: its HTML context "
         "and the escaper contextual escaping gives it",
     )
+    check.add_argument(
+        "--csp",
+        action="store_true",
+        help="report what a strict Content-Security-Policy forbids (inline event handlers, "
+        "javascript: URLs, framework attributes that need 'unsafe-eval', ...) as "
+        "file:line:col: csp: message and how to rewrite it; exit 1 if any",
+    )
     check.set_defaults(handler=_check)
+    hashes = commands.add_parser(
+        "csp-hashes",
+        help="print the CSP 'sha256-...' source of every static inline <script> of the "
+        "[html] templates (for pages cached whole, where the nonce cannot change)",
+        description="Compile every .ptl file under each PATH in memory and print, for each "
+        "inline <script> whose text has no value, its 'sha256-...' source and where it is. "
+        "Give them to PTL_CSP_HASHES (Flask, Django) or CSP(app, hashes=...).",
+    )
+    hashes.add_argument("paths", nargs="+", metavar="PATH", help=".ptl file or directory")
+    hashes.set_defaults(handler=_csp_hashes)
     lint = commands.add_parser(
         "lint",
         help="run ruff on .ptl files, positions in the .ptl files",
@@ -167,16 +184,21 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     convert = commands.add_parser(
         "convert",
         help="convert Quixote 3.x @ptl_html/@ptl_plain templates to this syntax, "
-        "or (--to-py) a .ptl module to plain Python",
+        "(--to-py) a .ptl module to plain Python, or (--from-jinja2, --from-django) "
+        "Jinja2 or Django templates to PTL",
         description="Convert Quixote 3.x decorator-style PTL (@ptl_html, @ptl_plain, F'' "
         "h-strings, quixote.html imports) to def f [html] (...) templates, printing the "
         "result. Warnings (file:line:col) name literals whose meaning changes and what "
         "could not be converted: read them. With --to-py, turn a .ptl module into a "
         "plain .py module (@template functions, an explicit output list, t-strings "
         "through htmlformat; Python 3.14+ when it has t-strings) whose templates output "
-        "exactly what the compiled .ptl does.",
+        "exactly what the compiled .ptl does. With --from-jinja2 SRC or --from-django SRC "
+        "--output DEST, convert a template file or every file under a folder into DEST "
+        "(base.html becomes base.ptl); what cannot be converted is reported as "
+        "file:line: construct: reason, written as a TODO that fails at render, and makes "
+        "the exit status 1.",
     )
-    convert.add_argument("files", nargs="+", metavar="FILE", help="a .ptl file")
+    convert.add_argument("files", nargs="*", metavar="FILE", help="a .ptl file")
     mode = convert.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the files in place")
     mode.add_argument(
@@ -187,11 +209,58 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="convert a .ptl module to plain Python (needs Python 3.12+ to run the conversion)",
     )
+    for engine in ("jinja2", "django"):
+        mode.add_argument(
+            f"--from-{engine}",
+            metavar="SRC",
+            help=f"convert the {engine.capitalize()} template SRC, or every file under the "
+            "folder SRC, into --output DEST",
+        )
     convert.add_argument(
         "-o",
         "--output",
         metavar="OUT",
-        help="with --to-py and one FILE: write the module to OUT (default: print it)",
+        help="with --to-py and one FILE: write the module to OUT (default: print it); "
+        "with --from-*: the folder to write into (or the .ptl file, for one template)",
+    )
+    convert.add_argument(
+        "--autoescape",
+        choices=("on", "off", "auto"),
+        default="auto",
+        help="with --from-*: which originals escaped their values (default auto: Jinja2 as "
+        "Flask, .html .htm .xml .xhtml .svg files; Django, all); they become [html] "
+        "templates, the others [plain]",
+    )
+    convert.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with --from-*: skip the files whose name under SRC, or own name, matches "
+        "(repeatable)",
+    )
+    convert.add_argument(
+        "--filters",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="with --from-*: a module defining the app's own filters, tests and globals "
+        "(repeatable); the converted templates import them from it",
+    )
+    convert.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --from-jinja2: a setting of the app's Jinja2 environment that changes how "
+        "templates read (trim_blocks=true, lstrip_blocks=true, keep_trailing_newline=true, "
+        "block_start_string=..., line_statement_prefix=#, ...; repeatable)",
+    )
+    convert.add_argument(
+        "--settings",
+        metavar="MODULE",
+        help="with --from-django: the project's settings module (DJANGO_SETTINGS_MODULE), "
+        "so the tag libraries its templates load are known",
     )
     convert.set_defaults(handler=_convert)
 
@@ -231,7 +300,8 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report
+    from ptl_wsgi.compiler import compile_ptl, concatenation_warnings, context_report, csp_report
+    from ptl_wsgi.compiler.csp import blocks
 
     failed = 0
     for path in _ptl_files(args.paths):
@@ -245,11 +315,41 @@ def _check(args: argparse.Namespace) -> int:
             for line, col, message in concatenation_warnings(source, path):
                 print(f"{path}:{line}:{col}: warning: {message}", file=sys.stderr)
             compile_ptl(source, path)
+            if args.csp:
+                blocked = 0
+                for line, col, kind, message in csp_report(source, path):
+                    level = "csp" if blocks(kind) else "csp warning"
+                    print(f"{path}:{line}:{col}: {level}: {message}")
+                    blocked += blocks(kind)
+                if blocked:
+                    failed += 1
+                continue
         except SyntaxError as exc:
             print(_location(exc, path), file=sys.stderr)
         except OSError as exc:
             print(f"{path}: cannot read: {exc}", file=sys.stderr)
         else:
+            continue
+        failed += 1
+    return 1 if failed else 0
+
+
+def _csp_hashes(args: argparse.Namespace) -> int:
+    from ptl_wsgi.compiler import inline_scripts
+    from ptl_wsgi.csp import script_hash
+
+    failed = 0
+    for path in _ptl_files(args.paths):
+        try:
+            with open(path, "rb") as f:
+                scripts = inline_scripts(f.read(), path)
+        except SyntaxError as exc:
+            print(_location(exc, path), file=sys.stderr)
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        else:
+            for line, col, text in scripts:
+                print(f"{script_hash(text)}  {path}:{line}:{col}")
             continue
         failed += 1
     return 1 if failed else 0
@@ -450,6 +550,12 @@ def _convert(args: argparse.Namespace) -> int:
 
     from ptl_wsgi.tools.from_quixote import convert_source
 
+    engine = "jinja2" if args.from_jinja2 else "django" if args.from_django else None
+    if engine is not None:
+        return _convert_from(engine, args)
+    if not args.files:
+        print("ptl-wsgi convert: give FILE, or --from-jinja2/--from-django SRC", file=sys.stderr)
+        return 2
     if args.to_py:
         return _convert_to_py(args)
     if args.output is not None:
@@ -488,6 +594,31 @@ def _convert(args: argparse.Namespace) -> int:
                 print(f"# ==> {path} <==")
             sys.stdout.write(result.source)
     return status
+
+
+def _convert_from(engine: str, args: argparse.Namespace) -> int:
+    from ptl_wsgi.tools.converting import main as convert_templates
+
+    if args.files or args.output is None:
+        print(
+            f"ptl-wsgi convert: --from-{engine} SRC takes --output DEST and no FILE",
+            file=sys.stderr,
+        )
+        return 2
+    if args.settings:
+        if engine != "django":
+            print("ptl-wsgi convert: --settings goes with --from-django", file=sys.stderr)
+            return 2
+        os.environ["DJANGO_SETTINGS_MODULE"] = args.settings
+    return convert_templates(
+        engine,
+        args.from_jinja2 or args.from_django,
+        args.output,
+        autoescape=args.autoescape,
+        exclude=args.exclude,
+        filters=args.filters,
+        options=args.engine_option,
+    )
 
 
 def _convert_to_py(args: argparse.Namespace) -> int:

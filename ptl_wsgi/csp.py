@@ -14,27 +14,36 @@ the response's header, made by :func:`content_security_policy`, names it.
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import functools
+import hashlib
 import re
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi._iterate_in_context import in_context, setting
+from ptl_wsgi.escaping.nonce import CURRENT, USED, enter
+from ptl_wsgi.escaping.nonce import check as check_nonce
 
 __all__ = [
     "CSP_NONCE_KEY",
     "HEADER",
+    "NONCE",
     "Directives",
+    "Finding",
     "RequestNonce",
     "check_directives",
+    "check_hashes",
     "content_security_policy",
     "csp_nonce",
+    "evaluate",
     "in_nonce_scope",
     "new_nonce",
     "nonce_scope",
+    "script_hash",
 ]
 
 _T = TypeVar("_T")
@@ -45,9 +54,9 @@ Directives = Mapping[str, "str | Iterable[str] | None"]
 #: The response header's name.
 HEADER = "Content-Security-Policy"
 
-_nonce: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "ptl_wsgi_csp_nonce", default=None
-)
+# The context variable is the escaping engine's, which writes the nonce into every
+# <script>, <style> and stylesheet <link> a template's literals write (escaping.nonce).
+_nonce: contextvars.ContextVar[str | None] = CURRENT
 
 #: Where the framework adapters keep the request's nonce: the WSGI environ
 #: (Flask's ``request.environ``, Django's ``request.META``).  Unlike the context
@@ -70,7 +79,7 @@ def new_nonce() -> str:
     which also forgets the nonce afterwards.
     """
     nonce = _fresh()
-    _nonce.set(nonce)
+    enter(nonce)
     return nonce
 
 
@@ -97,9 +106,8 @@ def nonce_scope(nonce: str | None = None) -> Iterator[str]:
     request's nonce to the next.  Passing the request's *nonce* again re-enters
     its scope, e.g. around each step of a streamed response body.
     """
-    if nonce is None:
-        nonce = _fresh()
-    token = _nonce.set(nonce)
+    nonce = _fresh() if nonce is None else check_nonce(nonce)
+    token = enter(nonce)
     try:
         yield nonce
     finally:
@@ -115,31 +123,54 @@ def in_nonce_scope(
     perhaps in another context).  Lists and the server's file wrapper are
     returned as they are (see :func:`ptl_wsgi._iterate_in_context.in_context`).
     """
-    return in_context(body, functools.partial(setting, _nonce, nonce), environ)
+    USED[0] = True
+    return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)
 
 
-def content_security_policy(nonce: str | None = None, directives: Directives | None = None) -> str:
+#: In *directives*, the request's nonce source: ``{"style-src": [NONCE]}`` is
+#: ``style-src 'nonce-N'`` (not a CSP keyword: replaced before the header is sent).
+NONCE = "'nonce'"
+
+_HASH_SOURCE = re.compile(r"'sha(?:256|384|512)-[A-Za-z0-9+/]+={0,2}'\Z")
+
+
+def content_security_policy(
+    nonce: str | None = None,
+    directives: Directives | None = None,
+    hashes: Iterable[str] = (),
+) -> str:
     """The value of a ``Content-Security-Policy`` header allowing scripts by *nonce*.
 
-    *nonce* defaults to :func:`csp_nonce`.  The base policy is a strict one::
+    *nonce* defaults to :func:`csp_nonce`.  The base policy is Google's strict
+    one, which the CSP Evaluator's rules accept (docs/security.md)::
 
-        script-src 'nonce-N' 'strict-dynamic'; object-src 'none'; base-uri 'none'
+        script-src 'nonce-N' 'strict-dynamic' https: 'unsafe-inline';
+        object-src 'none'; base-uri 'none'
 
+    (``https:`` and ``'unsafe-inline'`` are for browsers older than CSP 3:
+    ``'strict-dynamic'`` makes newer ones ignore the first, a nonce the second.)
+    *hashes* (``'sha256-...'`` sources, as ``ptl-wsgi csp-hashes`` prints them)
+    are added to ``script-src``, for inline scripts of pages cached whole.
     *directives* adds or replaces directives (a value may be a string or a
-    list of sources; ``None`` removes the directive), e.g.
-    ``{"default-src": "'self'", "frame-ancestors": "'none'"}``.  Raises
-    ValueError for a directive name or source that would corrupt the header.
+    list of sources, where :data:`NONCE` stands for the nonce; ``None`` removes
+    the directive), e.g. ``{"style-src": [NONCE], "frame-ancestors": "'none'"}``.
+    Raises ValueError for a directive name or source that would corrupt the
+    header, and for a hash that is not one.
     """
-    if nonce is None:
-        nonce = csp_nonce()
+    nonce = csp_nonce() if nonce is None else check_nonce(nonce)
+    hashes = list(hashes)
+    for source in hashes:
+        if _HASH_SOURCE.match(source) is None:
+            raise ValueError(f"invalid CSP hash source {source!r}: write 'sha256-<base64>'")
     policy: dict[str, str | Iterable[str] | None] = {
-        "script-src": (f"'nonce-{nonce}'", "'strict-dynamic'"),
+        "script-src": (NONCE, *hashes, "'strict-dynamic'", "https:", "'unsafe-inline'"),
         "object-src": "'none'",
         "base-uri": "'none'",
     }
     for name, sources in (directives or {}).items():
         policy[name.lower()] = sources  # directive names ignore case
     parts = []
+    own = f"'nonce-{nonce}'"
     for name, sources in policy.items():
         if sources is None:
             continue
@@ -149,7 +180,7 @@ def content_security_policy(nonce: str | None = None, directives: Directives | N
         for word in words:
             if _CSP_SOURCE.match(word) is None:
                 raise ValueError(f"invalid CSP source {word!r} in {name}")
-        parts.append(" ".join([name, *words]))
+        parts.append(" ".join([name, *(own if word == NONCE else word for word in words)]))
     return "; ".join(parts)
 
 
@@ -159,6 +190,152 @@ def check_directives(directives: Directives | None) -> dict[str, str | Iterable[
     checked = dict(directives or {})
     content_security_policy("n", checked)
     return checked
+
+
+def check_hashes(hashes: Iterable[str] | None) -> tuple[str, ...]:
+    """*hashes* as a tuple, checked now (ValueError as :func:`content_security_policy`)."""
+    checked = tuple(hashes or ())
+    content_security_policy("n", None, checked)
+    return checked
+
+
+def script_hash(text: str) -> str:
+    """The ``'sha256-...'`` source that allows an inline script (or style) of *text*."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+# -- Google's CSP Evaluator, its rules as docs/security.md lists them ---------------------
+
+
+class Finding(NamedTuple):
+    """One rule a policy breaks: *severity* ``high``, ``medium`` or ``info``."""
+
+    severity: str
+    directive: str
+    message: str
+
+
+_SCRIPT_FALLBACK = ("script-src", "default-src")
+
+
+def evaluate(policy: str) -> list[Finding]:
+    """What Google's CSP Evaluator says of *policy* (a header value), rule by rule.
+
+    Its security checks (``'unsafe-inline'`` or ``'unsafe-eval'`` in effect,
+    ``*`` and plain URL schemes that allow any script, missing ``script-src``,
+    ``object-src`` or ``base-uri``, short nonces) and its strict-CSP checks
+    (``'strict-dynamic'`` with a nonce or hash, the fallbacks for older
+    browsers, Trusted Types), evaluated as a CSP 3 browser does: a nonce or
+    hash disables ``'unsafe-inline'``, ``'strict-dynamic'`` disables hosts and
+    schemes.  An empty list: nothing to report.
+    """
+    directives: dict[str, list[str]] = {}
+    for part in policy.split(";"):
+        words = part.split()
+        if words:
+            directives.setdefault(words[0].lower(), [word for word in words[1:]])
+    findings: list[Finding] = []
+    name = next((d for d in _SCRIPT_FALLBACK if d in directives), "")
+    script = [word.lower() for word in directives.get(name, [])]
+    nonces = [w for w in directives.get(name, []) if w.lower().startswith("'nonce-")]
+    hashed = bool(nonces) or any(w.startswith(("'sha256-", "'sha384-", "'sha512-")) for w in script)
+    dynamic = "'strict-dynamic'" in script
+    if not name:
+        findings.append(Finding("high", "script-src", "script-src is missing"))
+    if "'unsafe-inline'" in script and not hashed:
+        findings.append(
+            Finding(
+                "high",
+                name,
+                "'unsafe-inline' allows the execution of unsafe in-page scripts and event handlers",
+            )
+        )
+    if "'unsafe-eval'" in script:
+        findings.append(
+            Finding(
+                "medium",
+                name,
+                "'unsafe-eval' allows the execution of code injected into DOM APIs such as eval()",
+            )
+        )
+    for directive in (name, "object-src", "base-uri"):
+        words = [w.lower() for w in directives.get(directive, [])]
+        if directive == name and dynamic:
+            continue  # (hosts and schemes are ignored next to 'strict-dynamic')
+        for word in words:
+            if word in ("*", "http:", "https:", "data:"):
+                findings.append(
+                    Finding(
+                        "high", directive, f"{word} allows the execution of scripts from any origin"
+                    )
+                )
+    if "object-src" not in directives and "default-src" not in directives:
+        findings.append(
+            Finding(
+                "high",
+                "object-src",
+                "object-src is missing: plugins could run script; set it to 'none'",
+            )
+        )
+    if hashed and "base-uri" not in directives:
+        findings.append(
+            Finding(
+                "high",
+                "base-uri",
+                "base-uri is missing: a <base> tag could make relative scripts load from "
+                "elsewhere; set it to 'none' or 'self'",
+            )
+        )
+    for nonce in nonces:
+        value = nonce[len("'nonce-") : -1]
+        if len(value) < 8:
+            findings.append(
+                Finding("medium", name, "the nonce should be at least 8 characters long")
+            )
+        if not re.fullmatch(r"[A-Za-z0-9+/_=-]+", value):
+            findings.append(Finding("info", name, "the nonce should be base64"))
+    if not dynamic:
+        findings.append(
+            Finding(
+                "info",
+                name,
+                "without 'strict-dynamic', host allow-lists can often be bypassed; "
+                "use it with nonces or hashes",
+            )
+        )
+    elif not hashed:
+        findings.append(
+            Finding("info", name, "'strict-dynamic' without a nonce or hash disallows every script")
+        )
+    if hashed and "'unsafe-inline'" not in script:
+        findings.append(
+            Finding(
+                "info",
+                name,
+                "add 'unsafe-inline' (ignored where nonces and hashes work) for older browsers",
+            )
+        )
+    if dynamic and not {"https:", "http:"} & set(script):
+        findings.append(
+            Finding(
+                "info", name, "add https: (ignored next to 'strict-dynamic') for older browsers"
+            )
+        )
+    if "report-uri" not in directives and "report-to" not in directives:
+        findings.append(
+            Finding("info", "report-to", "no reporting: violations are not sent anywhere (opt in)")
+        )
+    if "require-trusted-types-for" not in directives:
+        findings.append(
+            Finding(
+                "info",
+                "require-trusted-types-for",
+                "require-trusted-types-for 'script' would lock down DOM XSS sinks "
+                "(opt in: it needs scripts that use Trusted Types)",
+            )
+        )
+    return findings
 
 
 class RequestNonce:
@@ -178,7 +355,7 @@ class RequestNonce:
 
     def open(self) -> str:
         """Make the nonce current (in this context) until :meth:`close`; returns it."""
-        self._token = _nonce.set(self.nonce)
+        self._token = enter(self.nonce)
         return self.nonce
 
     def close(self) -> None:
@@ -193,9 +370,9 @@ class RequestNonce:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def policy(self, directives: Directives | None = None) -> str:
-        """The header value naming this nonce, with *directives* added."""
-        return content_security_policy(self.nonce, directives)
+    def policy(self, directives: Directives | None = None, hashes: Iterable[str] = ()) -> str:
+        """The header value naming this nonce, with *directives* and *hashes* added."""
+        return content_security_policy(self.nonce, directives, hashes)
 
     def iterate(self, body: Iterable[_T], environ: Mapping[str, Any] | None = None) -> Iterable[_T]:
         """*body* with this nonce current around each step (:func:`in_nonce_scope`)."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from ptl_wsgi.escaping.escapers import for_class, one_for_class, percent_field, percent_value
 from ptl_wsgi.escaping.escapers import format_value as _format_value
+from ptl_wsgi.escaping.nonce import CURRENT as _nonce
+from ptl_wsgi.escaping.nonce import USED as nonce_used
+from ptl_wsgi.escaping.nonce import inserted as _inserted
 from ptl_wsgi.escaping.rules import UNSAFE_CSS
 from ptl_wsgi.html import IMPLEMENTATION, format_field, htmltext, implementation
 
@@ -30,6 +33,9 @@ __all__ = [
     "UNSAFE_CSS",
     "contextual_format",
     "format_value",
+    "nonce",
+    "nonce_used",
+    "nonced",
     "percent_field",
     "percent_value",
 ]
@@ -68,6 +74,20 @@ def __getattr__(name: str) -> Any:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     globals()[name] = found
     return found
+
+
+#: The request's CSP nonce, or None outside a nonce scope.
+nonce = _nonce.get
+# ``nonce_used[0]``: a nonce scope was ever entered; compiled templates test it before
+# calling :func:`nonced` (with CSP off a literal that could take a nonce costs a lookup).
+
+
+def nonced(literal: htmltext, slots: tuple[int, ...]) -> htmltext:
+    """*literal* with the request's nonce attribute at *slots*, which the compiler found."""
+    current = _nonce.get()
+    if current is None:
+        return literal
+    return htmltext(_inserted(str(literal), slots, f' nonce="{current}"'))
 
 
 def format_value(value: Any, conversion: int, spec: str) -> Any:

@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["HeaderError", "check_header", "check_headers", "check_status", "split_lines"]
+__all__ = [
+    "HeaderError",
+    "as_header_error",
+    "check_header",
+    "check_headers",
+    "check_status",
+    "split_lines",
+]
 
 # C0 controls but HTAB, DEL, the C1 controls, and anything past Latin-1, which
 # WSGI cannot carry (PEP 3333 headers are Latin-1 str).
@@ -52,3 +59,40 @@ def check_status(status: str) -> None:
 def split_lines(head: str) -> list[str]:
     """The lines of a header block, split at CRLF or LF and nowhere else."""
     return _LINE_END.split(head)
+
+
+# Libraries that check or encode a header value themselves and raise before ptl_wsgi's
+# check sees it: the exception's type, and the modules of the frame that raises it.
+# Werkzeug's Headers refuses CR and LF; Starlette and Litestar encode every value as Latin-1.
+_LIBRARY_REFUSALS: tuple[tuple[type[Exception], tuple[str, ...]], ...] = (
+    (ValueError, ("werkzeug.datastructures.headers",)),
+    (
+        UnicodeEncodeError,
+        ("starlette.datastructures", "starlette.responses", "litestar.datastructures.headers"),
+    ),
+)
+
+
+def as_header_error(exc: BaseException) -> HeaderError | None:
+    """*exc* as a :class:`HeaderError`: itself, or a library's own refusal of a header value.
+
+    A view that builds its framework's response with a client's value in a
+    header meets the framework's check (or encoding) before ptl_wsgi's; it is
+    the same refusal and gets the same answer, the 400.  Anything else is None.
+    """
+    if isinstance(exc, HeaderError):
+        return exc
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "")
+    for kind, modules in _LIBRARY_REFUSALS:
+        if type(exc) is kind and module in modules:
+            if isinstance(exc, UnicodeEncodeError) and exc.encoding != "latin-1":
+                return None  # a body's encoding, not a header's
+            error = HeaderError(f"{module} refused a header value: {exc}")
+            error.__cause__ = exc
+            return error
+    return None

@@ -13,6 +13,8 @@ import os
 from _thread import allocate_lock  # threading's lock type, without importing threading
 from types import SimpleNamespace
 
+from ptl_wsgi.escaping.nonce import CURRENT as _nonce
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.rules import is_markup, is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -286,10 +288,13 @@ def _htmlformat_in_context(template: Any, /) -> Any:
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or not is_template(template):
         return _twin_htmlformat(template)  # the twin's TypeError
-    if _plan(strings).text_only:
-        if len(_text_only_strings) >= _MAX_TEXT_ONLY:
-            _text_only_strings.clear()  # literal parts come from code, few: a flood is not kept
-        _text_only_strings[strings] = True
+    planned = _plan(strings)
+    if planned.text_only and not (planned.nonces and _in_nonce_scope()):
+        if not planned.nonces:
+            # (A plan with nonces is the twin's only outside a nonce scope: not cached.)
+            if len(_text_only_strings) >= _MAX_TEXT_ONLY:
+                _text_only_strings.clear()  # literal parts come from code: a flood is not kept
+            _text_only_strings[strings] = True
         if not _needs_context(template):
             return _twin_htmlformat(template)
     from ptl_wsgi.escaping.escapers import for_class
@@ -297,6 +302,10 @@ def _htmlformat_in_context(template: Any, /) -> Any:
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
     return htmltext(contextual_format(template, escapers, format_field))
+
+
+def _in_nonce_scope() -> bool:
+    return _nonce_used[0] and _nonce.get() is not None
 
 
 _active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context)
@@ -376,8 +385,8 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
-    def format_mod_html(fmt: Any, arg: Any, /) -> Any:
-        return cls(mod(str(fmt), arg))
+    def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
+        return cls(mod(str(fmt), arg, nonces))
 
     def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
         return cls(fmt_args(str(fmt), *args, **kwargs))

@@ -56,6 +56,7 @@ __all__ = [
     "Template",
     "TemplateArgumentError",
     "TemplateNotFound",
+    "loader_for",
     "render_context",
     "split_name",
 ]
@@ -109,6 +110,20 @@ class TemplateNotFound(LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def loader_for(module_name: str) -> Loader:
+    """The :class:`Loader` that loaded the template module *module_name* (``__name__``).
+
+    For what an import statement cannot spell: a template whose file name is not an
+    identifier (``loader_for(__name__).module("my-form.ptl")``) or one named at render
+    time (``loader_for(__name__).get_template(name)``).
+    """
+    package = sys.modules.get(module_name.partition(".")[0])
+    loader = getattr(package, "__ptl_loader__", None)
+    if not isinstance(loader, Loader):
+        raise LookupError(f"module {module_name!r} was not loaded by a ptl_wsgi Loader")
+    return loader
 
 
 class TemplateArgumentError(TypeError):
@@ -247,6 +262,7 @@ class Loader:
         spec = ModuleSpec(self.package, None, is_package=True)
         spec.submodule_search_locations = self.search_path
         package = module_from_spec(spec)
+        package.__dict__["__ptl_loader__"] = self  # for loader_for
         sys.modules[self.package] = package
 
     # -- lookups ------------------------------------------------------------------

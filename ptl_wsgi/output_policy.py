@@ -23,7 +23,7 @@ from typing import Any
 from ptl_wsgi.escaping import rules
 from ptl_wsgi.html import htmlescape, htmltext
 
-__all__ = ["chunks", "is_html_type", "is_markup", "markup", "text"]
+__all__ = ["body_bytes", "chunks", "encoded", "is_html_type", "is_markup", "markup", "text"]
 
 # Types a browser renders as active markup, where a script in the body runs.
 _HTML_TYPES = frozenset(
@@ -83,6 +83,47 @@ def chunks(result: Any) -> Iterator[htmltext]:
     for item in items:
         if item is not None:
             yield htmlescape(_decoded(item))
+
+
+def body_bytes(chunk: Any, html: bool) -> bytes:
+    """One chunk of a response body as the bytes sent, by the policy of the response's type.
+
+    Into an HTML response (*html*: :func:`is_html_type` of its type) the chunk
+    as :func:`markup`, UTF-8; into any other, bytes as they are and anything
+    else as :func:`text`, UTF-8.  Every integration that streams a body (WSGI's
+    :func:`~ptl_wsgi.wsgi.stream`, the ASGI ones) sends each chunk through here.
+    """
+    if html:
+        return markup(chunk).encode("utf-8")
+    if isinstance(chunk, (bytes, bytearray, memoryview)):
+        return bytes(chunk)
+    return text(chunk).encode("utf-8")
+
+
+class encoded:  # lower case: used like a function, as chunks() is
+    """Iterate a body's *chunks* as bytes (:func:`body_bytes`), each as it is produced;
+    ``close()`` reaches the chunks' own, for a server that stops a stream early."""
+
+    __slots__ = ("_chunks", "_html", "_iter")
+
+    def __init__(self, chunks: Iterable[Any], html: bool) -> None:
+        self._chunks = chunks
+        self._iter = iter(chunks)
+        self._html = html
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._iter)
+        while chunk is None:  # as chunks() skips them
+            chunk = next(self._iter)
+        return body_bytes(chunk, self._html)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
 
 def text(result: Any) -> str:

@@ -34,6 +34,7 @@ from werkzeug.exceptions import Forbidden, NotFound
 from werkzeug.utils import redirect as _redirect
 from werkzeug.wrappers import Request, Response
 
+from ptl_wsgi.headers import check_header
 from ptl_wsgi.wsgi import View, current_request
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ def _quote(path: str) -> str:
 
 def redirect(location: str, code: int = 302) -> Response:
     """A redirect to *location*; a path starting with ``/`` is under the application's root."""
+    # Checked before werkzeug sees it (its own check raises a ValueError of its own for
+    # CR/LF, and it would percent-encode U+0085): the view's request gets a 400.
+    check_header("Location", location)
     if location.startswith("/") and not location.startswith("//"):
         location = current_request().script_root + location
     return _redirect(location, code)

@@ -41,10 +41,10 @@ from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
 from ptl_wsgi._iterate_in_context import in_context, setting
-from ptl_wsgi.csp import HEADER, RequestNonce, check_directives
-from ptl_wsgi.headers import HeaderError, check_headers, check_status
+from ptl_wsgi.csp import HEADER, RequestNonce, check_directives, check_hashes
+from ptl_wsgi.headers import HeaderError, as_header_error, check_headers, check_status
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output_policy import is_html_type, is_markup, markup, text
+from ptl_wsgi.output_policy import encoded, is_html_type, is_markup, markup, text
 from ptl_wsgi.tracebacks import entry_point
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def stream(chunks: Iterable[Any], mimetype: str = "text/html", **kwargs: Any) ->
     # A full content type ("text/plain; charset=...") must not get a second charset.
     kind: dict[str, Any] = {"content_type": mimetype} if ";" in mimetype else {"mimetype": mimetype}
     response = Response(**kind, **kwargs)
-    response.response = _encoded(chunks, _is_html(response))
+    response.response = encoded(chunks, _is_html(response))
     return response
 
 
@@ -144,33 +144,6 @@ def _is_html(response: Response) -> bool:
     # Browsers combine repeated Content-Type headers; more than one is treated as HTML.
     types = response.headers.getlist("Content-Type")
     return len(types) != 1 or is_html_type(types[0])
-
-
-class _encoded:
-    """Iterate *chunks* as bytes, forwarding ``close()`` to them."""
-
-    __slots__ = ("_chunks", "_html", "_iter")
-
-    def __init__(self, chunks: Iterable[Any], html: bool) -> None:
-        self._chunks = chunks
-        self._iter = iter(chunks)
-        self._html = html
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        chunk = next(self._iter)
-        if self._html:
-            return markup(chunk).encode("utf-8")
-        if isinstance(chunk, (bytes, bytearray)):
-            return bytes(chunk)
-        return text(chunk).encode("utf-8")
-
-    def close(self) -> None:
-        close = getattr(self._chunks, "close", None)
-        if close is not None:
-            close()
 
 
 def make_response(rv: Any, content_type: str | None = None) -> Response:
@@ -190,6 +163,11 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
             headers = rest[0] if rest else None
         else:
             raise TypeError("a view's tuple must be (body, status) or (body, status, headers)")
+    # Checked here, before werkzeug's Headers, which raises a ValueError of its own for CR/LF.
+    if isinstance(status, str):
+        check_status(status)
+    if headers:
+        check_headers(headers.items() if isinstance(headers, Mapping) else headers)
     if isinstance(rv, HTTPException):
         rv = rv.get_response()
     if isinstance(rv, Response):
@@ -226,6 +204,33 @@ def _has_content_type(headers: Any) -> bool:
         return False
     names = headers.keys() if isinstance(headers, Mapping) else (h[0] for h in headers)
     return any(name.lower() == "content-type" for name in names)
+
+
+def request_line(environ: Mapping[str, Any]) -> str:
+    """``METHOD /path?query`` of the request in *environ*, for logs: never raises.
+
+    PEP 3333 gives the path and query as Latin-1 ``str`` of the request's
+    bytes, which need not be UTF-8; bytes that are not are shown as ``\\xNN``.
+    """
+
+    def readable(value: Any) -> str:
+        raw = str(value).encode("latin-1", "replace")
+        return raw.decode("utf-8", "backslashreplace")
+
+    line = f"{environ.get('REQUEST_METHOD', '?')} {readable(environ.get('PATH_INFO', ''))}"
+    query = environ.get("QUERY_STRING")
+    return f"{line}?{readable(query)}" if query else line
+
+
+def refusal(exc: HeaderError, environ: WSGIEnvironment) -> Response:
+    """The 400 for a response that would carry an invalid header, logged as a warning.
+
+    Almost always a client's value copied into a header: the request is
+    refused, whichever view, publisher or wrapped application answered it.
+    """
+    log.warning("refused %s: %s", request_line(environ), exc)
+    answer = BadRequest(f"The response would carry an invalid header: {exc}")
+    return answer.get_response(environ)
 
 
 _ERROR_PAGE = htmltext(
@@ -277,6 +282,102 @@ def _respond(
     return in_context(app_iter, functools.partial(setting, _request_var, request), environ)
 
 
+class _Checked:
+    """One response of a wrapped WSGI application, held to the header policy.
+
+    Its ``start_response`` checks the status and headers; a refused response
+    is replaced by the 400 of :func:`refusal`, and whatever the application
+    writes or yields for it is dropped (its body is still closed).
+    """
+
+    __slots__ = ("_environ", "_start_response", "refused")
+
+    def __init__(self, environ: WSGIEnvironment, start_response: StartResponse) -> None:
+        self._environ = environ
+        self._start_response = start_response
+        self.refused: Iterable[bytes] | None = None
+
+    def start(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        try:
+            check_status(_exact(status))
+            check_headers((_exact(k), _exact(v)) for k, v in headers)
+        except HeaderError as exc:
+            answer = refusal(exc, self._environ)
+            self.refused = answer(self._environ, self._restart(exc_info))
+            return _discard
+        if exc_info is None:
+            return self._start_response(status, headers)
+        return self._start_response(status, headers, exc_info)
+
+    def _restart(self, exc_info: Any) -> StartResponse:
+        def start(status: str, headers: list[tuple[str, str]], _exc_info: Any = None) -> Any:
+            if exc_info is None:
+                return self._start_response(status, headers)
+            return self._start_response(status, headers, exc_info)
+
+        return start
+
+
+def _discard(data: bytes) -> None:
+    """The ``write`` of a refused response: its body never reaches the client."""
+
+
+class _GuardedBody:
+    """A body whose application calls ``start_response`` only when iterated:
+    once it has been refused, the 400's body is sent instead of the rest."""
+
+    __slots__ = ("_body", "_checked", "_iter", "_replaced")
+
+    def __init__(self, body: Iterable[bytes], checked: _Checked) -> None:
+        self._body = body
+        self._checked = checked
+        self._iter: Iterator[bytes] | None = None
+        self._replaced: Iterator[bytes] | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._replaced is not None:
+            return next(self._replaced)
+        if self._iter is None:
+            self._iter = iter(self._body)
+        chunk = next(self._iter)
+        if self._checked.refused is None:
+            return chunk
+        self._replaced = iter(self._checked.refused)
+        return next(self._replaced)
+
+    def close(self) -> None:
+        close = getattr(self._body, "close", None)
+        if close is not None:
+            close()
+
+
+def call_checked(
+    app: WSGIApplication, environ: WSGIEnvironment, start_response: StartResponse
+) -> Iterable[bytes]:
+    """Call WSGI *app* with its response held to the header policy (:mod:`ptl_wsgi.headers`).
+
+    What :class:`Middleware` and :class:`CSP` do with the application they
+    wrap, so that which rule applies never depends on which object answered:
+    a status or header that a view could not send is a logged 400 here too.
+    """
+    checked = _Checked(environ, start_response)
+    body = app(environ, checked.start)
+    if checked.refused is not None:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+        return checked.refused
+    if isinstance(body, (list, tuple)):
+        return body  # start_response was called: nothing runs later
+    wrapper = environ.get("wsgi.file_wrapper")
+    if isinstance(wrapper, type) and isinstance(body, wrapper):
+        return body  # ditto, and sendfile() stays possible
+    return _GuardedBody(body, checked)
+
+
 class View:
     """A WSGI application that calls ``func(request)`` and sends what it returns.
 
@@ -314,7 +415,10 @@ class View:
         except HTTPException as exc:
             response = exc.get_response(request.environ)
         except Exception as exc:
-            log.exception("error serving %s %s", request.method, request.full_path.rstrip("?"))
+            refused = as_header_error(exc)
+            if refused is not None:
+                return refusal(refused, request.environ)
+            log.exception("error serving %s", request_line(request.environ))
             return error_response(exc, self.debug)
         finally:
             _request_var.reset(token)
@@ -323,10 +427,7 @@ class View:
             check_status(response.status)
             check_headers(response.headers.items())
         except HeaderError as exc:
-            # Almost always a client's value copied into a header: refuse the request.
-            log.warning("refused %s %s: %s", request.method, request.path, exc)
-            refusal = BadRequest(f"The response would carry an invalid header: {exc}")
-            return refusal.get_response(request.environ)
+            return refusal(exc, request.environ)
         return response
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -407,7 +508,7 @@ class Middleware:
         request = Request(environ, populate_request=False)
         token = _request_var.set(request)
         try:
-            app_iter = self.app(environ, start_response)
+            app_iter = call_checked(self.app, environ, start_response)
         finally:
             _request_var.reset(token)
         return _respond(app_iter, request, environ)
@@ -422,21 +523,26 @@ class CSP:
     While the application runs and while its body is iterated,
     :func:`ptl_wsgi.csp.csp_nonce` returns the request's nonce (it is also
     in ``environ["ptl_wsgi.csp_nonce"]``), and the response's header names
-    it.  *directives* go to :func:`~ptl_wsgi.csp.content_security_policy`.
-    A response that already has the header keeps its own.
+    it; every ``<script>``, ``<style>`` and stylesheet ``<link>`` a template's
+    literals write carries it.  *directives* and *hashes* (of static inline
+    scripts, ``ptl-wsgi csp-hashes``) go to
+    :func:`~ptl_wsgi.csp.content_security_policy`.  A response that already has
+    the header keeps its own.
     """
 
     def __init__(
         self,
         app: WSGIApplication,
         directives: Mapping[str, str | Iterable[str] | None] | None = None,
+        hashes: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.directives = check_directives(directives)
+        self.hashes = check_hashes(hashes)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         state = RequestNonce(environ)
-        policy = state.policy(self.directives)
+        policy = state.policy(self.directives, self.hashes)
 
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             if not any(name.lower() == HEADER.lower() for name, _ in headers):
@@ -446,5 +552,5 @@ class CSP:
             return start_response(status, headers, exc_info)
 
         with state:
-            app_iter = self.app(environ, start)
+            app_iter = call_checked(self.app, environ, start)
         return state.iterate(app_iter, environ)

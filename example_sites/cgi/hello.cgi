@@ -30,6 +30,8 @@ def layout [html] (title, body):
     "<h1>%s</h1>\n" % title
     body
     "<footer>One executable PTL file, run as a new process for every request.</footer>\n"
+    # An inline script: it gets the request's nonce (CSP is on), nothing to write.
+    "<script>document.body.dataset.js = 'ran';</script>\n"
     "</body></html>\n"
 
 

@@ -10,6 +10,9 @@ from typing import Any
 
 from flask import Flask, current_app, g
 
+#: The largest rowid SQLite stores (a signed 64-bit INTEGER).
+MAX_ROW_ID = 2**63 - 1
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entry (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,7 +68,9 @@ def all_entries() -> list[sqlite3.Row]:
 
 
 def get_entry(entry_id: int) -> Any:
-    """One signature, or None."""
+    """One signature, or None; an id SQLite cannot hold (a URL's 20 digits) is none."""
+    if not 0 < entry_id <= MAX_ROW_ID:
+        return None
     return connection().execute("SELECT * FROM entry WHERE id = ?", (entry_id,)).fetchone()
 
 

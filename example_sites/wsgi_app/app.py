@@ -22,11 +22,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ptl_wsgi.csp import NONCE
 from ptl_wsgi.loader import Loader
 from ptl_wsgi.publish import Publisher
+from ptl_wsgi.wsgi import CSP
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DB = HERE / "notes.sqlite3"
+#: The largest rowid SQLite stores (a signed 64-bit INTEGER).
+MAX_ROW_ID = 2**63 - 1
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -69,6 +73,9 @@ class NoteStore:
             return [dict(row) for row in rows]
 
     def get(self, note_id: int) -> dict[str, Any] | None:
+        """The note *note_id*, or None; an id SQLite cannot hold (from a URL, XML-RPC) is none."""
+        if type(note_id) is not int or not 0 < note_id <= MAX_ROW_ID:
+            return None
         with self._connect() as db:
             row = db.execute("SELECT * FROM notes WHERE id = ?", (note_id,)).fetchone()
             return dict(row) if row else None
@@ -79,12 +86,14 @@ class NoteStore:
             return int(cursor.lastrowid)
 
 
-def make_app(db_path: str | os.PathLike[str] | None = None, debug: bool | None = None) -> Publisher:
-    """The site's WSGI application."""
+def make_app(db_path: str | os.PathLike[str] | None = None, debug: bool | None = None) -> CSP:
+    """The site's WSGI application, under the strict Content-Security-Policy (styles by
+    nonce too): every script and style the templates' literals write carries its nonce."""
     path = db_path or os.environ.get("PTL_WSGI_NOTES_DB") or DEFAULT_DB
     loader = Loader([HERE / "templates"], auto_reload=bool(debug))
     pages = loader.module("pages.ptl")
-    return Publisher(pages.Root(NoteStore(path)), loader=loader, debug=debug)
+    publisher = Publisher(pages.Root(NoteStore(path)), loader=loader, debug=debug)
+    return CSP(publisher, {"style-src": [NONCE]})
 
 
 app = make_app()

@@ -45,6 +45,7 @@ from types import CodeType
 
 # Re-exported: they live in the light runtime module that generated code imports.
 from ptl_wsgi._runtime import COMPILER_VERSION, mark_html_template, mark_plain_template
+from ptl_wsgi.compiler import csp
 from ptl_wsgi.compiler.fusion import _reads_frames
 from ptl_wsgi.compiler.limits import (
     _deepest_after_all,
@@ -84,6 +85,8 @@ __all__ = [
     "compile_ptl",
     "concatenation_warnings",
     "context_report",
+    "csp_report",
+    "inline_scripts",
     "mark_html_template",
     "mark_plain_template",
     "parse_ptl",
@@ -153,6 +156,39 @@ def concatenation_warnings(
     ]
 
 
+def csp_report(source: str | bytes, filename: str = "<ptl>") -> list[tuple[int, int, str, str]]:
+    """What a strict Content-Security-Policy forbids in the ``[html]`` templates of *source*.
+
+    Line, column (characters from 1), kind and message of each (the kinds of
+    :mod:`ptl_wsgi.compiler.csp`: inline event handlers, framework attributes,
+    ``javascript:`` URLs, ``attrs()`` with a handler, a script or style that gets no
+    automatic nonce, values that set a nonced tag's ``src`` or attributes), for
+    ``ptl-wsgi check --csp``.  Raises SyntaxError as compiling does.
+    """
+    original = split_lines(source, filename)
+    findings: list[tuple[int, int, str, str]] = []
+    _on_fresh_stack(_parse_lines, original, filename, None, None, findings)
+    findings.sort()
+    return [
+        (line, char_col(original[line - 1], col) + 1, kind, csp.message(kind, name))
+        for line, col, kind, name in findings
+    ]
+
+
+def inline_scripts(source: str | bytes, filename: str = "<ptl>") -> list[tuple[int, int, str]]:
+    """The inline scripts of the ``[html]`` templates in *source* whose text has no value:
+    line and column (characters from 1) of the literal that opens each, and its text,
+    for their CSP hashes (``ptl-wsgi csp-hashes``).  Raises SyntaxError as compiling does.
+    """
+    original = split_lines(source, filename)
+    found = csp.InlineScripts()
+    _on_fresh_stack(_parse_lines, original, filename, None, None, None, found)
+    return [
+        (spot.lineno, char_col(original[spot.lineno - 1], spot.col_offset) + 1, text)
+        for spot, text in found.found
+    ]
+
+
 def compile_ptl(source: str | bytes, filename: str = "<ptl>") -> CodeType:
     """Compile PTL *source* to a module code object whose filename is *filename*.
 
@@ -177,6 +213,8 @@ def _parse_lines(
     filename: str,
     report: list[tuple[int, int, str, str | None]] | None = None,
     warnings: list[tuple[int, int, str]] | None = None,
+    csp_findings: list[tuple[int, int, str, str]] | None = None,
+    inline_scripts: csp.InlineScripts | None = None,
 ) -> tuple[ast.Module, int, Spot | None]:
     """The transformed tree, its depth and its deepest located node."""
     for lineno, line in enumerate(original, 1):
@@ -217,7 +255,10 @@ def _parse_lines(
             contextual=not _opts_out(tree.body),
             report=report,
             warnings=warnings,
+            csp=csp_findings,
         )
+        transformer.csp_module_strict = csp.asks_strict(tree.body)
+        transformer.inline_scripts = inline_scripts
         transformer.reads_frames = _reads_frames(tree)
         tree = transformer.visit(tree)
         # Literals of statements joined with their neighbours may be unused now.

@@ -10,6 +10,7 @@ import _string
 import ast
 from collections.abc import Sequence
 
+from ptl_wsgi.compiler import csp
 from ptl_wsgi.compiler.names import OPT_OUT
 from ptl_wsgi.compiler.nodes import _call, _located, _name
 from ptl_wsgi.compiler.pieces import (
@@ -28,6 +29,7 @@ from ptl_wsgi.compiler.pieces import (
 )
 from ptl_wsgi.compiler.source import Spot, char_col
 from ptl_wsgi.escaping.context import (
+    K_NOTE,
     TEXT,
     Context,
     ContextError,
@@ -40,6 +42,34 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
+from ptl_wsgi.escaping.rules import K_URL
+
+
+def _spot_in(node: Spot, text: str, offset: int, lines: list[str]) -> Spot:
+    """Where *offset* of literal *text* is in the source, if its literal spells it as it
+    is (one line, no escapes); else the literal's own place."""
+    line = node.lineno
+    start, end = node.col_offset, node.end_col_offset
+    if node.end_lineno == line and end is not None and 0 < line <= len(lines):
+        source = lines[line - 1].encode("utf-8")[start:end].decode("utf-8", "replace")
+        quote = len(source) - len(source.lstrip("rRbBuUfFtT"))
+        body = source[quote:]
+        for mark in ('"""', "'''", '"', "'"):
+            if body.startswith(mark) and body.endswith(mark) and "\\" not in body:
+                if body[len(mark) : len(body) - len(mark)] == text:
+                    col = start + len((source[:quote] + mark + text[:offset]).encode("utf-8"))
+                    return ast.Pass(
+                        lineno=line, col_offset=col, end_lineno=line, end_col_offset=col
+                    )
+                break
+    return node
+
+
+def _tag_at(text: str, slot: int) -> str:
+    """The name of the start tag whose nonce slot is *slot* of *text* (for messages)."""
+    start = text.rfind("<", 0, slot)
+    name = text[start + 1 : slot].split(None, 1)[0] if start >= 0 else "script"
+    return name.lower().rstrip("/") or "script"
 
 
 def _added(value: ast.expr) -> list[ast.expr]:
@@ -86,19 +116,41 @@ class _ContextualWalk(_OutputPieces):
         ctx = self.ctx if self.ctx is not None else TEXT  # unreachable code: any will do
         for piece in pieces:
             if isinstance(piece, _Text):
-                ctx = self.advanced(ctx, piece.text, piece.node)
+                if self.inline_scripts is not None:
+                    self.inline_scripts.text(ctx, piece.text, piece.node)
+                slots: list[int] = []
+                ctx = self.advanced(ctx, piece.text, piece.node, slots)
+                piece.nonces = tuple(slots)
             else:
+                if self.inline_scripts is not None:
+                    self.inline_scripts.value()
                 piece.escaper = self.escaper_at(ctx, piece.node)
                 ctx = after_value(ctx)
         self.ctx = ctx
 
-    def advanced(self, ctx: Context, text: str, node: Spot) -> Context:
+    def advanced(
+        self, ctx: Context, text: str, node: Spot, slots: list[int] | None = None
+    ) -> Context:
+        """The context after literal *text*; *slots* gets where the CSP nonce goes in it."""
+        findings: list[tuple[int, str, str]] | None = None
+        if self.csp is not None or self.csp_strict:
+            findings = []
         try:
-            return advance(ctx, text)
+            after = advance(ctx, text, slots=slots, findings=findings)
         except ContextError as exc:
             raise self.error(
                 f"cannot follow this markup: {exc}; write it so it is not ambiguous", node
             ) from None
+        for offset, kind, name in findings or ():
+            self.csp_finding(kind, name, _spot_in(node, text, offset, self.lines))
+        return after
+
+    def csp_finding(self, kind: str, name: str, node: Spot) -> None:
+        """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
+        if self.csp_strict and csp.blocks(kind):
+            raise self.error(f"{csp.message(kind, name)} ({csp.STRICT} is set)", node)
+        if self.csp is not None:
+            self.csp.append((node.lineno, node.col_offset, kind, name))
 
     def escaper_at(self, ctx: Context | None, node: Spot) -> str | None:
         """The escaper of a value at *node* in *ctx*; a located error where no value may go."""
@@ -117,6 +169,12 @@ class _ContextualWalk(_OutputPieces):
             ) from None
         if self.report is not None:
             self.report.append((node.lineno, node.col_offset, describe(ctx), escaper))
+        if (self.csp is not None or self.csp_strict) and ctx.nonce:
+            # A value in a tag that gets the nonce: its src, its type, its attributes.
+            if ctx.element == "script" and ctx.attr == K_URL and ctx.delim:
+                self.csp_finding("script-src-value", "", node)
+            elif escaper in ("tag_attrs", "attr_name") or ctx.attr == K_NOTE:
+                self.csp_finding("tag-value", ctx.element, node)
         return escaper
 
     def fragment(
@@ -137,10 +195,14 @@ class _ContextualWalk(_OutputPieces):
         own = node is self.output_value
         ctx = (self.ctx if self.ctx is not None else TEXT) if own else TEXT
         escapers: list[str | None] = []
+        nonces: list[tuple[int, ...]] = []  # per literal part, where the CSP nonce goes
+        missing = ""  # the first tag that takes one
         refs_left = iter(refs)
         numbers = iter(numeric or [False] * holes)
         for part in parts:
             if part is None:
+                if self.inline_scripts is not None:
+                    self.inline_scripts.value()
                 ref = next(refs_left)
                 if next(numbers):
                     # A number is digits (a sign, a point): safe wherever a name may go
@@ -156,9 +218,20 @@ class _ContextualWalk(_OutputPieces):
                 escapers.append(self.escaper_at(ctx, ref))
                 ctx = after_value(ctx)
             else:
-                ctx = self.advanced(ctx, part, node)
+                if self.inline_scripts is not None and own:
+                    self.inline_scripts.text(ctx, part, node)
+                slots: list[int] = []
+                ctx = self.advanced(ctx, part, node, slots)
+                if own:
+                    # Formatted whole at run time: visit_Constant and visit_BinOp pass these
+                    # on, visit_format cannot (see there).
+                    nonces.append(tuple(slots))
+                    if slots and not missing:
+                        missing = _tag_at(part, slots[0])
         if own:
             self.ctx, self.output_value = ctx, None
+            self.fragment_nonces = tuple(nonces) if missing else ()
+            self.fragment_tag = missing
         return escapers
 
     def merge(
@@ -217,6 +290,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_If(self, node: ast.If) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         node.test = self.visit(node.test)
         start = self.ctx
         node.body = self.visit_list(node.body)
@@ -233,6 +308,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_For(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         keyword = {ast.While: "while", ast.AsyncFor: "async for"}.get(type(node), "for")
         if isinstance(node, ast.While):
             node.test = self.visit(node.test)
@@ -276,6 +353,8 @@ class _ContextualWalk(_OutputPieces):
     def visit_Match(self, node: ast.Match) -> ast.AST:
         if not self.tracking:
             return self.generic_visit(node)
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         node.subject = self.visit(node.subject)
         start = self.ctx
         ends = []
@@ -530,7 +609,11 @@ class _ContextualWalk(_OutputPieces):
             if field is not None:
                 parts.append(None)
         parts.append("")
+        own = node is self.output_value
         escapers = self.fragment(node, parts, [node] * parts.count(None))
+        if own and self.fragment_nonces:
+            # str.format's text is not cut here as the twin cuts it: no nonce goes in.
+            self.csp_finding("no-nonce", self.fragment_tag, node)
         self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node

@@ -30,6 +30,9 @@ _CONTEXT_HELPERS = (
     ("percent_field", "_ptl_ctx_field"),
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
+    # A literal's CSP nonce: the nonce scope's (None outside one), inserted at slots.
+    ("nonce_used", "_ptl_nonce_used"),
+    ("nonced", "_ptl_nonced"),
 )
 # htmltext's %, format() and format_map() escape each value for where it lands in the
 # format, parsed on its own from text (ptl_wsgi.escaping.formatting); a literal format of an

@@ -11,6 +11,7 @@ from __future__ import annotations
 import _string
 import ast
 from dataclasses import dataclass
+from typing import Any, cast
 
 from ptl_wsgi.compiler import switches
 from ptl_wsgi.compiler.names import _ESCAPER, _EXTEND, _OUT, _layerless
@@ -30,6 +31,7 @@ class _Text:
 
     text: str
     node: ast.expr
+    nonces: tuple[int, ...] = ()  # where the request's CSP nonce goes in text (offsets)
 
 
 @dataclass
@@ -102,7 +104,9 @@ def _merged_text(pieces: list[_Piece]) -> list[_Piece]:
     merged: list[_Piece] = []
     for piece in pieces:
         if isinstance(piece, _Text) and merged and isinstance(merged[-1], _Text):
-            merged[-1] = _Text(merged[-1].text + piece.text, merged[-1].node)
+            first = merged[-1]
+            shifted = tuple(len(first.text) + slot for slot in piece.nonces)
+            merged[-1] = _Text(first.text + piece.text, first.node, first.nonces + shifted)
         else:
             merged.append(piece)
     return merged
@@ -414,7 +418,7 @@ class _OutputPieces(_TemplateState):
             if isinstance(piece, _Text):
                 if piece.text:
                     literal = _located(ast.Constant(piece.text), piece.node)
-                    items.append(_name(self.hoist(literal), piece.node))
+                    items.append(self.nonced(_name(self.hoist(literal), piece.node), piece))
             else:
                 items.append(self.value_code(piece))
         last = last or node
@@ -435,6 +439,22 @@ class _OutputPieces(_TemplateState):
         if not self.guarded and switches.SPLIT_OUTPUT:
             statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement
+
+    def nonced(self, literal: ast.Name, piece: _Text) -> ast.expr:
+        """*literal*, or where its text takes the CSP nonce, the expression that inserts
+        the request's nonce there in a nonce scope (the literal itself outside one):
+        ``(_ptl_nonced(lit, slots) if _ptl_nonce_used[0] else lit)``: until a process
+        enters a nonce scope (CSP off), a list lookup."""
+        if not piece.nonces:
+            return literal
+        node = piece.node
+        self.helpers.update(("_ptl_nonce_used", "_ptl_nonced"))
+        test = ast.Subscript(
+            _name("_ptl_nonce_used", node), _located(ast.Constant(0), node), ast.Load()
+        )
+        slots = _located(ast.Constant(cast(Any, piece.nonces)), node)  # (a tuple constant)
+        insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
+        return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""

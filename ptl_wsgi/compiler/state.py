@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ptl_wsgi.compiler.csp import InlineScripts
 from ptl_wsgi.compiler.nodes import _as_list, _target_name
 from ptl_wsgi.compiler.scopes import _ScopeWalker
 from ptl_wsgi.compiler.source import Spot, Templates, syntax_error
@@ -27,6 +28,7 @@ class _TemplateState(_ScopeWalker):
         contextual: bool = True,
         report: list[tuple[int, int, str, str | None]] | None = None,
         warnings: list[tuple[int, int, str]] | None = None,
+        csp: list[tuple[int, int, str, str]] | None = None,
     ) -> None:
         super().__init__(templates)
         self.filename = filename
@@ -45,6 +47,16 @@ class _TemplateState(_ScopeWalker):
         self.template: ast.AST | None = None  # the template being visited
         self.report = report  # (line, column, context, escaper) of each value, for `check`
         self.warnings = warnings  # (line, column, message), for `check`
+        # What a strict CSP forbids (line, column, kind, name), for `check --csp`; in a
+        # module or template that asks for the strict mode (compiler.csp), errors.
+        self.csp = csp
+        self.csp_strict = False  # in the template being visited
+        self.csp_module_strict = False
+        # Where the CSP nonce goes in the literal parts of the last output value formatted
+        # whole (empty: nowhere), and the first tag that takes it.
+        self.fragment_nonces: tuple[tuple[int, ...], ...] = ()
+        self.fragment_tag = ""
+        self.inline_scripts: InlineScripts | None = None  # for `csp-hashes`
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # For those warnings: names bound in the template to markup built with "+" (or a
         # TemplateIO), and the context that markup ends in.
@@ -64,6 +76,11 @@ class _TemplateState(_ScopeWalker):
         # context, the keyword, its line). Between any two of their statements an
         # exception may be caught and the output go on from there.
         self.catchers: list[tuple[Context, str, int]] = []
+
+    def taken_nonces(self) -> tuple[tuple[int, ...], ...]:
+        """The nonce slots of the last output value formatted whole, forgotten here."""
+        nonces, self.fragment_nonces = self.fragment_nonces, ()
+        return nonces
 
     def error(self, message: str, node: Spot) -> SyntaxError:
         return syntax_error(message, self.filename, self.lines, node)

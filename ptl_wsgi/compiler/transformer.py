@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+from typing import Any, cast
 
-from ptl_wsgi.compiler import switches
+from ptl_wsgi.compiler import csp, switches
 from ptl_wsgi.compiler.fusion import _LoopFusion, _name_uses, _output_items
 from ptl_wsgi.compiler.names import _EXTEND, _JOIN, _MARK, _OUT, _opts_out
 from ptl_wsgi.compiler.nodes import _call, _located, _name
@@ -57,12 +58,17 @@ class _Transformer(_LoopFusion):
     def visit_template_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
         tracking = kind == "html" and self.contextual and not _opts_out(node.body)
         outer, self.template = self.template, node
+        outer_strict = self.csp_strict
+        self.csp_strict = tracking and (self.csp_module_strict or csp.asks_strict(node.body))
+        if self.inline_scripts is not None:
+            self.inline_scripts.interrupt()
         try:
             with self.scope(kind, tracking):
                 node.body = self.visit_list(node.body)
                 self.check_end(self.ctx, node, node)
         finally:
             self.template = outer
+            self.csp_strict = outer_strict
         self.wrap_template(node, kind)
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
@@ -229,6 +235,9 @@ class _Transformer(_LoopFusion):
             return node
         if node is self.output_value:
             self.fragment(node, [node.value], [])
+            # A literal output whole: the nonce goes in it as in a piece of text.
+            text = _Text(node.value, node, (self.fragment_nonces or ((),))[0])
+            return self.nonced(_name(self.hoist(node), node), text)
         return _name(self.hoist(node), node)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
@@ -300,10 +309,17 @@ class _Transformer(_LoopFusion):
             and isinstance(left.value, str)
             and _percent_holes(left.value) is not None
         )
+        own = node is self.output_value
+        self.taken_nonces()
         visited = self.visit_percent(node)
+        nonces = self.taken_nonces() if own else ()
         if not literal or (self.tracking and not readable):
-            return visited
-        return self.formatted("_ptl_html_mod", [node.left, node.right], [], node)
+            return visited  # (htmltext's % plans it at run time, and puts the nonce in)
+        args = [node.left, node.right]
+        if nonces:
+            # The nonce goes in at these slots of the format's texts, per render.
+            args.append(_located(ast.Constant(cast(Any, nonces)), node))
+        return self.formatted("_ptl_html_mod", args, [], node)
 
     def formatted(
         self, formatter: str, args: list[ast.expr], keywords: list[ast.keyword], node: ast.expr
@@ -313,6 +329,9 @@ class _Transformer(_LoopFusion):
         return _located(ast.Call(_name(formatter, node), args, keywords), node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.kind == "html" and (self.csp is not None or self.csp_strict):
+            for key, name in csp.attrs_events(node):
+                self.csp_finding("attrs-event", name, key)
         func = node.func
         method = (
             func.attr

@@ -31,7 +31,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.dispatch import Signal, receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template import Context, TemplateDoesNotExist, TemplateSyntaxError, engines
 from django.template.backends.base import BaseEngine
 from django.template.backends.utils import csrf_input_lazy, csrf_token_lazy
@@ -40,7 +40,8 @@ from django.utils.autoreload import autoreload_started, file_changed
 from django.utils.module_loading import import_string
 
 from ptl_wsgi import loader as ptl_loader
-from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives
+from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives, check_hashes
+from ptl_wsgi.headers import HeaderError, check_headers
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.loader import DEFAULT_FUNCTION
 from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
@@ -246,9 +247,13 @@ class CSPMiddleware:
 
     The nonce is ``csp_nonce`` in PTL templates rendered with the request,
     ``request.META["ptl_wsgi.csp_nonce"]``, and :func:`ptl_wsgi.csp.csp_nonce`
-    while the view runs.  The ``PTL_CSP_DIRECTIVES`` setting adds directives
-    (see :func:`~ptl_wsgi.csp.content_security_policy`).  A response that
-    already has the header keeps its own.  Sync and async.
+    while the view runs; every ``<script>``, ``<style>`` and stylesheet ``<link>``
+    of a template's literals carries it.  The ``PTL_CSP_DIRECTIVES`` setting adds
+    directives, ``PTL_CSP_HASHES`` hashes of static inline scripts (see
+    :func:`~ptl_wsgi.csp.content_security_policy`).  A response that already has
+    the header keeps its own.  Its headers are held to the header policy
+    (:mod:`ptl_wsgi.headers`): a value with a control character that Django lets
+    through (U+0085, NUL, ...) gives a logged 400.  Sync and async.
     """
 
     sync_capable = True
@@ -260,6 +265,10 @@ class CSPMiddleware:
             self.directives = check_directives(getattr(settings, "PTL_CSP_DIRECTIVES", None))
         except ValueError as exc:
             raise ImproperlyConfigured(f"PTL_CSP_DIRECTIVES: {exc}") from None
+        try:
+            self.hashes = check_hashes(getattr(settings, "PTL_CSP_HASHES", None))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"PTL_CSP_HASHES: {exc}") from None
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
@@ -270,17 +279,31 @@ class CSPMiddleware:
         state = RequestNonce(request.META)
         with state:
             response = self.get_response(request)
-        return self._add_header(response, state)
+        return self._add_header(request, response, state)
 
     async def _acall(self, request: HttpRequest) -> HttpResponse:
         # Opened and closed within this coroutine: one task, one context.
         state = RequestNonce(request.META)
         with state:
             response = await self.get_response(request)
-        return self._add_header(response, state)
+        return self._add_header(request, response, state)
 
-    def _add_header(self, response: HttpResponse, state: RequestNonce) -> HttpResponse:
-        response.setdefault(HEADER, state.policy(self.directives))
+    def _add_header(
+        self, request: HttpRequest, response: HttpResponse, state: RequestNonce
+    ) -> HttpResponse:
+        try:
+            # Django refuses CR and LF itself, not U+0085 or the other controls.
+            check_headers(response.items())
+        except HeaderError as exc:
+            import logging
+
+            path = request.get_full_path()  # percent-encodes what is not UTF-8
+            logging.getLogger(__name__).warning("refused %s %s: %s", request.method, path, exc)
+            response = HttpResponseBadRequest(
+                f"Bad Request: the response would carry an invalid header: {exc}\n",
+                content_type="text/plain; charset=utf-8",
+            )
+        response.setdefault(HEADER, state.policy(self.directives, self.hashes))
         return response
 
 

@@ -33,26 +33,38 @@ class FlaskCSRF(CSRFPolicy):
     salt = "wtf-csrf-token"
 
     def __init__(self) -> None:
-        app = flask.current_app
+        app = self._current_app()
         config = app.config
         secret = config.get("WTF_CSRF_SECRET_KEY") or app.secret_key
         if not secret:
-            raise RuntimeError("FlaskCSRF needs app.config['SECRET_KEY'] (or WTF_CSRF_SECRET_KEY)")
+            raise RuntimeError(
+                f"{type(self).__name__} needs app.config['SECRET_KEY'] (or WTF_CSRF_SECRET_KEY)"
+            )
         self.secret: str | bytes = secret
         self.field_name = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
         self.time_limit = config.get("WTF_CSRF_TIME_LIMIT", 3600)
+
+    # The framework's proxies: Quart's policy (contrib.forms_quart) is this one on Quart's.
+    @staticmethod
+    def _current_app() -> Any:
+        return flask.current_app
+
+    @staticmethod
+    def _session() -> Any:
+        return flask.session
 
     def _serializer(self) -> URLSafeTimedSerializer:
         return URLSafeTimedSerializer(self.secret, salt=self.salt)
 
     def token(self) -> str:
-        raw = flask.session.get(self.field_name)
+        session = self._session()
+        raw = session.get(self.field_name)
         if not isinstance(raw, str):
-            raw = flask.session[self.field_name] = secrets.token_hex(20)
+            raw = session[self.field_name] = secrets.token_hex(20)
         return str(self._serializer().dumps(raw))
 
     def check(self, submitted: str | None) -> bool:
-        raw = flask.session.get(self.field_name)
+        raw = self._session().get(self.field_name)
         if not isinstance(raw, str) or not raw.isascii() or not plausible_token(submitted):
             return False
         try:

@@ -37,9 +37,12 @@ from ptl_wsgi.escaping.rules import (
     K_SRCSET,
     K_URL,
     K_URL_LIST,
+    NONCE_ATTRIBUTE,
+    NONCE_ELEMENTS,
     RASTER_IMAGE_TYPES,
     SCRIPT_SCHEMES,
     attribute_kind,
+    takes_nonce,
 )
 
 # Not typing.NamedTuple at run time: typing costs a one-shot process its time (and on
@@ -151,7 +154,10 @@ class Context(NamedTuple):
     ``<foreignObject>``), from which *foreign* follows; *cdata* that the text is
     in a ``<![CDATA[`` section, where nothing is decoded and ``]]>`` ends it;
     *alone* that a value began this unquoted attribute value, which must then be
-    the whole of it (its escaper writes an empty value as ``""``).
+    the whole of it (its escaper writes an empty value as ``""``); *nonce*, in a
+    ``<script>``, ``<style>`` or ``<link>`` start tag, that no ``nonce`` attribute was
+    written in it yet: at its ``>`` a nonce scope's nonce goes in
+    (:func:`advance`'s *slots*; a link's literal ``rel``, kept in *kind*, decides).
     """
 
     state: str = S_TEXT
@@ -167,6 +173,7 @@ class Context(NamedTuple):
     nest: tuple[str, ...] = ()  # open elements of <svg>/<math> ("svg:g", "html:p"), outermost first
     cdata: bool = False  # in a CDATA section (of SVG or MathML content)
     alone: bool = False  # a value began this unquoted attribute value: nothing may follow it
+    nonce: bool = False  # a start tag that takes the CSP nonce, with no nonce attribute yet
 
 
 TEXT = Context()
@@ -201,6 +208,11 @@ _BREAKOUT = frozenset(
     "u ul var".split()
 )
 _SPACE = " \t\n\r\f"
+_TAG_STATES = (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE)
+# Start tags that may take a CSP nonce: followed as elements for it (a link by its rel).
+_NONCED = NONCE_ELEMENTS | {"link"}
+# The attribute whose literal value the engine keeps (in Context.kind), by element.
+_NOTED = {"script": "type", "annotation-xml": "encoding", "link": "rel"}
 # HTML's spaces are these five alone (not Python's \s: no \v, no-break or Unicode spaces).
 _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 _TAG_START = re.compile(r"</?[A-Za-z][^\t\n\f\r />]*")
@@ -232,25 +244,84 @@ def _refuse_odd_space(text: str) -> None:
         )
 
 
-def advance(ctx: Context, text: str, final: bool = False) -> Context:
+def advance(
+    ctx: Context,
+    text: str,
+    final: bool = False,
+    slots: list[int] | None = None,
+    findings: list[tuple[int, str, str]] | None = None,
+) -> Context:
     """The context after trusted literal *text* in *ctx*.
 
     Text that may be the start of a token continued by the next literal (``<scr``,
     a JS or CSS word, ``\\``, ``&quo``) is kept in ``pending`` and parsed again
     with it, so literal text split anywhere gives the context of the whole;
     :func:`settle` (*final*) parses it as it is, for a value or a join.
+
+    *slots*, if given, gets the offsets in *text* where a CSP nonce attribute goes:
+    before the spaces and ``/`` that precede the ``>`` of each start tag that takes
+    one (:func:`~ptl_wsgi.escaping.rules.takes_nonce`) and has no ``nonce`` of its
+    own.  Appended there, after every attribute of the tag, a value before it
+    cannot change what it belongs to, and a ``nonce`` the tag has comes first,
+    which is the one browsers keep.
+
+    *findings*, if given, gets what a strict Content-Security-Policy forbids in
+    *text*, as ``(offset, kind, name)``: ``"handler"`` (an ``on*`` attribute),
+    ``"framework"`` (an attribute a JavaScript framework evaluates, which needs
+    ``'unsafe-eval'``), ``"script-url"`` (a ``javascript:`` URL).
     """
+    held = 0
     if ctx.pending:
+        held = len(ctx.pending)
         text = ctx.pending + text
         ctx = ctx._replace(pending="")
+    total = len(text)
     while text:
+        if findings is not None:
+            before = ctx
+            rest = text
         if ctx.delim:
             ctx, text = _in_attribute(ctx, text, final)
-        elif ctx.element and ctx.state not in (S_TAG, S_AFTER_NAME, S_BEFORE_VALUE):
+        elif ctx.element and ctx.state not in _TAG_STATES:
             ctx, text = _in_element(ctx, text, final)
+        elif slots is not None and ctx.nonce and ctx.state == S_TAG:
+            start = total - len(text)
+            tag = ctx
+            ctx, text = _tag(ctx, text)
+            if ctx.state not in _TAG_STATES and _wants_nonce(tag):
+                # (a ">" held back from the literal before is impossible; a "/" may be)
+                slots.append(max(start - held, 0))
         else:
             ctx, text = _HTML[ctx.state](ctx, text)
+        if findings is not None:
+            _find(before, ctx, rest, max(total - len(rest) - held, 0), findings)
     return ctx
+
+
+def _find(
+    before: Context, after: Context, text: str, at: int, findings: list[tuple[int, str, str]]
+) -> None:
+    """What a strict CSP forbids in the step from *before* to *after* over *text* (at *at*)."""
+    if before.state == S_TAG and after.state == S_AFTER_NAME and after.attr == K_JS:
+        stripped = text.lstrip(_SPACE + "/")
+        name = _ATTR_NAME.match(stripped)
+        if name is not None:
+            local = _lower(name.group()).rpartition(":")[2]
+            kind = "handler" if local.startswith("on") and "-" not in local else "framework"
+            findings.append((at + len(text) - len(stripped), kind, name.group()))
+    elif before.delim and before.attr == K_URL and before.sub != U_SCRIPT:
+        end = len(text) if after.delim else text.find(before.delim if before.delim != " " else ">")
+        inner = _url_part(before.sub, unescape(text[: max(end, 0)]))
+        if inner == U_SCRIPT:
+            findings.append((at, "script-url", ""))
+
+
+def _wants_nonce(tag: Context) -> bool:
+    """Whether the start tag *tag* closes with the nonce (a link by its literal rel)."""
+    if not tag.nonce:
+        return False
+    rel = tag.kind[1:] if tag.element == "link" and tag.kind.startswith("=") else None
+    return takes_nonce(tag.element, rel)
 
 
 def settle(ctx: Context) -> Context:
@@ -301,10 +372,13 @@ def _text(ctx: Context, text: str) -> tuple[Context, str]:
             _refuse_odd_space(name)
             name = _lower(name)
             # Which element it opens (and its namespace) is decided at its ">".
-            element = name if ctx.nest or name in _CONTENT or name in _FOREIGN else ""
-            return Context(S_TAG, element=element, foreign=ctx.foreign, nest=ctx.nest), rest[
-                len(name) :
-            ]
+            element = (
+                name if ctx.nest or name in _CONTENT or name in _FOREIGN or name in _NONCED else ""
+            )
+            nonce = name in _NONCED
+            return Context(
+                S_TAG, element=element, foreign=ctx.foreign, nest=ctx.nest, nonce=nonce
+            ), rest[len(name) :]
         if first == "/":
             if len(rest) > 1 and rest[1].isascii() and rest[1].isalpha():
                 match = _TAG_NAME.match(rest, 1)
@@ -475,10 +549,12 @@ def _tag(ctx: Context, text: str) -> tuple[Context, str]:
     if len(name) == len(stripped):
         return ctx._replace(pending=stripped), ""  # the name may go on
     kind = attribute_kind(name)
-    noted = {"script": "type", "annotation-xml": "encoding"}.get(ctx.element)
-    if noted is not None and not ctx.kind and _lower(name) == noted:
+    lowered = _lower(name)
+    noted = _NOTED.get(ctx.element)
+    if noted is not None and not ctx.kind and lowered == noted:
         kind = K_NOTE  # (only the first such attribute counts)
-    return ctx._replace(state=S_AFTER_NAME, attr=kind, sub=""), stripped[len(name) :]
+    nonce = ctx.nonce and lowered != NONCE_ATTRIBUTE
+    return ctx._replace(state=S_AFTER_NAME, attr=kind, sub="", nonce=nonce), stripped[len(name) :]
 
 
 def _after_name(ctx: Context, text: str) -> tuple[Context, str]:
@@ -513,6 +589,7 @@ def _value_start(ctx: Context, delim: str) -> Context:
         foreign=ctx.foreign,
         kind=ctx.kind,
         nest=ctx.nest,
+        nonce=ctx.nonce,
     )
     if kind == K_URL:
         return base._replace(state=S_URL, sub=U_START)
@@ -641,9 +718,9 @@ def _in_attribute(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
     kind = ctx.kind
     if ctx.attr == K_NOTE:
         kind = "?" if "\0" in inner.sub else "=" + inner.sub
-    return Context(S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind, nest=ctx.nest), text[
-        after:
-    ]
+    return Context(
+        S_TAG, element=ctx.element, foreign=ctx.foreign, kind=kind, nest=ctx.nest, nonce=ctx.nonce
+    ), text[after:]
 
 
 def _in_element(ctx: Context, text: str, final: bool) -> tuple[Context, str]:
@@ -1387,7 +1464,7 @@ def after_value(ctx: Context) -> Context:
 def _unknown_note(tag: Context) -> Context:
     """*tag* after attribute names given by a value: a script's type (or an annotation-xml's
     encoding) is not known if it was not written before them (a "type" there counts)."""
-    if tag.element in ("script", "annotation-xml") and not tag.kind:
+    if tag.element in _NOTED and not tag.kind:
         return tag._replace(kind="?")
     return tag
 
@@ -1439,6 +1516,9 @@ def join(a: Context | None, b: Context | None) -> Context | None:
     _refuse_open_reference(a)  # (settling would drop the unfinished reference a value may end)
     _refuse_open_reference(b)
     a, b = settle(a), settle(b)
+    if a.nonce != b.nonce:
+        # One branch wrote a nonce attribute: the nonce added after it is the second, ignored.
+        a, b = a._replace(nonce=True), b._replace(nonce=True)
     if a == b:
         return a
     if a._replace(sub="") == b._replace(sub=""):
@@ -1526,7 +1606,8 @@ def describe(ctx: Context) -> str:
     if ctx.state == S_JS and ctx.stack:
         name = f"{name} in a template literal's ${{...}}"
     if ctx.delim:
-        where = f"{_DELIMS[ctx.delim]} {_KINDS.get(ctx.attr, '')}attribute value"
+        kind = "rel " if ctx.attr == K_NOTE and ctx.element == "link" else _KINDS.get(ctx.attr, "")
+        where = f"{_DELIMS[ctx.delim]} {kind}attribute value"
         article = "an" if where[0] in "aeiou" else "a"
         name = f"{article} {where}" if ctx.state == S_ATTR else f"{name} in {article} {where}"
     elif ctx.element in ("script", "style") and ctx.state not in (

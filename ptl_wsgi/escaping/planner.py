@@ -18,6 +18,7 @@ from ptl_wsgi.escaping.context import (
     escaper_for,
 )
 from ptl_wsgi.escaping.escapers import format_value
+from ptl_wsgi.escaping.nonce import attribute, inserted
 from ptl_wsgi.escaping.rules import is_items, is_template
 
 TYPE_CHECKING = False
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 else:
     from ptl_wsgi.escaping.context import NamedTuple  # (without typing: see there)
 
-__all__ = ["Plan", "contextual_format", "needs_context", "plan"]
+__all__ = ["Plan", "contextual_format", "needs_context", "plan", "with_nonces"]
 
 
 class Plan(NamedTuple):
@@ -39,6 +40,9 @@ class Plan(NamedTuple):
     #: Every value lands where plain HTML escaping is exact (text, a quoted plain
     #: attribute value): the twins' own formatting is the contextual one.
     text_only: bool
+    #: Where a CSP nonce attribute goes in each literal part (offsets, see
+    #: ``context.advance``), or ``()`` when no tag of these parts takes one.
+    nonces: tuple[tuple[int, ...], ...] = ()
 
 
 _PLANS: dict[tuple[tuple[str, ...], tuple[bool, ...]], Plan] = {}
@@ -56,19 +60,25 @@ def plan(strings: tuple[str, ...], numbers: tuple[bool, ...] = ()) -> Plan:
     key = (strings, numbers)
     found = _PLANS.get(key)
     if found is None:
-        names = _names(strings, numbers)
-        found = Plan(names, all(name is None for name in names))
+        slots: list[tuple[int, ...]] = []
+        names = _names(strings, numbers, slots)
+        nonces = tuple(slots) if any(slots) else ()
+        found = Plan(names, all(name is None for name in names), nonces)
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()  # literal parts come from code, few; a flood is not kept
         _PLANS[key] = found
     return found
 
 
-def _names(strings: tuple[str, ...], numbers: tuple[bool, ...]) -> tuple[str | None, ...]:
+def _names(
+    strings: tuple[str, ...], numbers: tuple[bool, ...], nonces: list[tuple[int, ...]]
+) -> tuple[str | None, ...]:
     ctx = TEXT
     names: list[str | None] = []
     for index, text in enumerate(strings[:-1]):
-        ctx = advance(ctx, text)
+        slots: list[int] = []
+        ctx = advance(ctx, text, slots=slots)
+        nonces.append(tuple(slots))
         try:
             if index < len(numbers) and numbers[index]:
                 names.append(None)
@@ -82,7 +92,10 @@ def _names(strings: tuple[str, ...], numbers: tuple[bool, ...]) -> tuple[str | N
                 "(htmltext)"
             ) from None
         ctx = after_value(ctx)
-    ctx = advance(ctx, strings[-1]) if strings else ctx
+    if strings:
+        slots = []
+        ctx = advance(ctx, strings[-1], slots=slots)
+        nonces.append(tuple(slots))
     if not ends_in_text(ctx):
         raise ContextError(
             f"this markup ends in {describe(ctx)}, not in text: a t-string or a format is "
@@ -120,7 +133,10 @@ def contextual_format(
     escaper refuses, ``expres`` + ``sion(``, between them).
     """
     strings = tuple(template.strings)
-    names = plan(strings).names
+    planned = plan(strings)
+    names = planned.names
+    if planned.nonces:
+        strings = with_nonces(strings, planned.nonces)
     out: list[str] = []
     for text, name, interpolation in zip(strings, names, template.interpolations, strict=False):
         out.append(text)
@@ -164,6 +180,15 @@ def _join_items(
         if is_template(item):
             item = _Nested(contextual_format(item, escapers, format_field))
         out.append(str(format_field(item, -1, "")))
+
+
+def with_nonces(strings: tuple[str, ...], nonces: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:
+    """*strings* with the current CSP nonce attribute at their *nonces* slots (a plan's);
+    *strings* themselves outside a nonce scope."""
+    attr = attribute()
+    if not attr:
+        return strings
+    return tuple(inserted(text, slots, attr) for text, slots in zip(strings, nonces, strict=True))
 
 
 class _Nested(str):

@@ -31,6 +31,9 @@ __all__ = [
     "K_SRCSET",
     "K_URL",
     "K_URL_LIST",
+    "NONCE_ATTRIBUTE",
+    "NONCE_ELEMENTS",
+    "NONCE_LINK_RELS",
     "RASTER_IMAGE_TYPES",
     "SCRIPT_SCHEMES",
     "SPACE_SEPARATED_URL_ATTRIBUTES",
@@ -44,6 +47,7 @@ __all__ = [
     "is_items",
     "is_markup",
     "is_template",
+    "takes_nonce",
 ]
 
 # -- URLs ---------------------------------------------------------------------------
@@ -145,6 +149,32 @@ def attribute_kind(name: str) -> str:
     if "src" in local or "uri" in local or "url" in local:
         return K_URL
     return K_PLAIN
+
+
+# -- Content-Security-Policy nonces -------------------------------------------------------
+
+#: The attribute a strict CSP checks: a start tag that has it (in the literal) keeps it.
+NONCE_ATTRIBUTE = "nonce"
+
+#: Elements whose start tag, written by a literal, gets the request's nonce inside a
+#: nonce scope (``<script>``, inline or ``src``; ``<style>``), in HTML and in SVG.
+NONCE_ELEMENTS = frozenset({"script", "style"})
+
+#: ``<link rel=...>`` types whose fetch a policy checks against the nonce: a
+#: stylesheet (``style-src``), a preload (its ``as``'s directive) and a module
+#: preload (``script-src``).  Only a literal ``rel`` counts: a value never decides
+#: whether a tag gets the nonce.
+NONCE_LINK_RELS = frozenset({"stylesheet", "preload", "modulepreload"})
+
+
+def takes_nonce(element: str, rel: str | None = None) -> bool:
+    """Whether a start tag of *element* (lowercase) gets the nonce; for ``link``,
+    *rel* is its literal ``rel`` value (None: no ``rel``, or one a value gave)."""
+    if element in NONCE_ELEMENTS:
+        return True
+    if element != "link" or rel is None:
+        return False
+    return any(word in NONCE_LINK_RELS for word in rel.lower().split())
 
 
 # -- characters ---------------------------------------------------------------------------

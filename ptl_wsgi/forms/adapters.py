@@ -8,7 +8,7 @@ one of two ways, never by importing the framework to find out:
 * by the request itself: the top-level package its class comes from names
   the adapter in :data:`ADAPTERS` (``django`` -> ``contrib.forms_django``),
   imported at the first such request;
-* by registration (:func:`register`; ``PTL(app)`` registers Flask's): asked
+* by registration (:func:`register`; ``PTL(app)`` registers Flask's or Quart's): asked
   for the CSRF policy of a form whose request names no adapter (None, a
   mapping), as Flask's answers inside any Flask request.
 
@@ -41,6 +41,7 @@ class FormsAdapter(Protocol):
 ADAPTERS: dict[str, str] = {
     "django": "ptl_wsgi.contrib.forms_django:adapter",
     "flask": "ptl_wsgi.contrib.forms_flask:adapter",
+    "quart": "ptl_wsgi.contrib.forms_quart:adapter",
 }
 
 _registered: list[FormsAdapter] = []
@@ -94,6 +95,7 @@ def csrf_policy(data: FormData) -> CSRFPolicy:
             return policy
     raise RuntimeError(
         "cannot protect this form against CSRF automatically: give it a Django or Flask "
-        "request (under Flask, PTL(app) covers every form of a request), "
+        "request or Quart's form_data() (under Flask and Quart, PTL(app) covers every form "
+        "of a request), "
         "pass csrf=SessionCSRF(secret, session), or csrf=False for a form that changes nothing"
     )

@@ -124,6 +124,18 @@ def _is_environ(source: object) -> TypeGuard[WSGIEnvironment]:
     return isinstance(source, Mapping) and "REQUEST_METHOD" in source and "wsgi.input" in source
 
 
+def _has_form(source: object) -> bool:
+    """Whether *source* has a ``form``, found without reading it: an async framework's
+    ``form`` property makes a coroutine at each read, which would go unawaited."""
+    # __class__, not type(): Flask's ``request`` is a proxy that passes it on.
+    if hasattr(source.__class__, "form"):
+        return True
+    try:
+        return "form" in vars(source)
+    except TypeError:  # no __dict__
+        return False
+
+
 def form_data(source: Any, method: str = "post") -> FormData:
     """Build :class:`FormData` for a form with HTTP *method* from *source*.
 
@@ -144,8 +156,18 @@ def form_data(source: Any, method: str = "post") -> FormData:
 
             request = Request(source)  # registers itself in the environ for reuse
         source = request
-    if hasattr(source, "form") and hasattr(source, "args") and hasattr(source, "method"):
+    if _has_form(source) and hasattr(source, "args") and hasattr(source, "method"):
         fields = source.args if get else source.form
+        if hasattr(type(fields), "__await__"):
+            # An async framework's request (Quart's has its own adapter): read as fields,
+            # a coroutine would be no submission, and a coroutine never awaited.
+            close = getattr(fields, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(
+                f"the form of a {type(source).__name__} is read with await: "
+                "pass the awaited data (a mapping or FormData) instead of the request"
+            )
         return FormData(source.method, fields, None if get else source.files, source)
     if isinstance(source, Mapping) or hasattr(source, "getlist"):
         return FormData("GET" if get else "POST", source, source)

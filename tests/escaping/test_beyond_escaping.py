@@ -446,7 +446,8 @@ def test_nonces_do_not_leak_between_threads() -> None:
 
 def test_content_security_policy() -> None:
     assert content_security_policy("n0nce") == (
-        "script-src 'nonce-n0nce' 'strict-dynamic'; object-src 'none'; base-uri 'none'"
+        "script-src 'nonce-n0nce' 'strict-dynamic' https: 'unsafe-inline'; "
+        "object-src 'none'; base-uri 'none'"
     )
 
     def run() -> str:

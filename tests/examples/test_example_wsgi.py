@@ -165,7 +165,7 @@ def test_not_found_is_the_sites_own_page(site):
     page = response.get_data(as_text=True)
     assert "<h1>Page not found</h1>" in page
     assert "<code>/notes/999/&lt;b&gt;</code>" in page
-    assert '<link rel="stylesheet" href="/style.css">' in page  # the layout's own frame
+    assert '<link rel="stylesheet" href="/style.css" nonce="' in page  # the layout's own frame
     assert response.headers["Content-Type"] == "text/html; charset=utf-8"
 
 

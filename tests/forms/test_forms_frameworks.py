@@ -309,3 +309,23 @@ def test_django_malformed_tokens_are_refused_by_the_middleware(
     ].value
     assert run_django(request, django_view).status_code == 403
     assert DjangoCSRF(request).check(token) is False
+
+
+def test_a_request_whose_form_is_awaited_is_a_clear_error_not_an_empty_submission() -> None:
+    # An async framework's request with werkzeug's attribute names (Quart's has an adapter):
+    # its form read as fields would be a coroutine, never awaited, and no submission.
+    import warnings
+
+    class AsyncRequest:
+        method = "POST"
+        args: dict[str, str] = {}
+        files: dict[str, str] = {}
+
+        @property
+        async def form(self) -> dict[str, str]:
+            return {"text": "x"}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        with pytest.raises(TypeError, match="the form of a AsyncRequest is read with await"):
+            Form(AsyncRequest(), csrf=False)

@@ -793,3 +793,19 @@ def test_a_jinja_name_that_reaches_a_ptl_file_is_refused(tmp_path: Path) -> None
             assert PTL_SOURCE_MARK not in str(info.value)
         with pytest.raises(jinja2.TemplateNotFound, match="is a PTL template"):
             flask.render_template("alias.html")
+
+
+def test_jinja_include_and_import_of_ptl_in_an_async_flask_environment() -> None:
+    # Jinja2's compiled code awaits an included template's root_render_func and imports
+    # through _get_default_module_async when enable_async is on.
+    app = make_app()
+    app.jinja_options = {"enable_async": True}
+    PTL(app)
+    app.add_template_global("app one", "site")
+    with app.test_request_context():
+        out = flask.render_template("includes.html", name="<n>", title="R&D")
+        assert out == "<main><p>Hello, &lt;n&gt;!</p>|<b>R&amp;D</b>|app one</main>"
+        assert flask.render_template("include_no_context.html") == "[app one]"
+        assert flask.render_template("imports.html", title="<t>") == (
+            "<b>&lt;t&gt;</b>|<b>a&amp;b</b>"
+        )

@@ -270,7 +270,7 @@ def test_flask_stream_traceback(templates: Path) -> None:
     frames = places(info.value.__traceback__)
     start = frames.index(("templating.py", "generate"))  # Flask's, where it iterates
     assert frames[start + 1 :] == [
-        ("ptl_wsgi/flask.py", "_produce"),  # marked __traceback_hide__
+        ("ptl_wsgi/flask_core.py", "_produce"),  # marked __traceback_hide__
         ("stream.ptl", "render"),
         ("layout.ptl", "wrap"),
     ]

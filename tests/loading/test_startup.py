@@ -199,6 +199,8 @@ CORE_ROOMS = {
     # The rule tables: data and two small functions, no imports.
     "ptl_wsgi.escaping",
     "ptl_wsgi.escaping.rules",
+    # The request's CSP nonce: a context variable and a flag (imports contextvars only).
+    "ptl_wsgi.escaping.nonce",
 }
 CHEAP_STDLIB = {
     "__future__",  # run by `from __future__ import annotations`

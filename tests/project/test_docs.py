@@ -57,6 +57,9 @@ RUN = [
     "layouts.md",
     "tstrings.md",
     "contextual-escaping.md",
+    "asgi.md",
+    "quart.md",
+    "integrations.md",
 ]
 # Pages whose examples are t-strings: their syntax is Python 3.14+.
 NEEDS_314 = {"tstrings.md"}

@@ -82,7 +82,7 @@ assert '<a href="/item-1/">Item 1</a>' in response.text
 scripts = CSP(view(lambda request: loader.module("scripts.ptl").scripts()))
 response = Client(scripts).get("/")
 nonce = response.headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
-assert response.text == f'<script nonce="{nonce}" src="/static/app.js"></script>'
+assert response.text == f'<script src="/static/app.js" nonce="{nonce}"></script>'
 """,
         5: """
 import runpy
@@ -344,7 +344,7 @@ policy = response.headers["Content-Security-Policy"]
 assert "img-src 'self' data:" in policy
 page = client.get("/scripts")
 nonce = page.headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
-assert page.text == f'<script nonce="{nonce}" src="/static/app.js"></script>', page.text
+assert page.text == f'<script src="/static/app.js" nonce="{nonce}"></script>', page.text
 includes = client.get("/includes").text
 shown = re.sub(r"\\s+", "", includes)
 assert shown == "<div>&lt;Al&gt;</div><li>&lt;Al&gt;</li><li>&lt;Al&gt;</li>", includes
@@ -456,7 +456,7 @@ with override_settings(MIDDLEWARE=MIDDLEWARE, PTL_CSP_DIRECTIVES=PTL_CSP_DIRECTI
 policy = response["Content-Security-Policy"]
 assert "img-src 'self' data:" in policy and "frame-ancestors 'none'" in policy, policy
 nonce = policy.split("'nonce-")[1].split("'")[0]
-assert response.content.decode() == f'<script nonce="{nonce}" src="/static/app.js"></script>'
+assert response.content.decode() == f'<script src="/static/app.js" nonce="{nonce}"></script>'
 """,
         7: """
 from django.core import mail

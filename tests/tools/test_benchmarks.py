@@ -75,13 +75,22 @@ def test_styles_script_runs() -> None:
 @pytest.mark.slow
 def test_end_to_end_script_runs() -> None:
     result = run_script("benchmarks/end_to_end.py", "--rounds", "1", "--seconds", "0.005")
-    # Flask against Jinja2; Django against DTL and its Jinja2 backend: two targets each.
-    assert_verdicts_agree(result, 6)
+    # Flask and Quart against Jinja2; Django against DTL and its Jinja2 backend: two
+    # targets each (Quart's candidates need Python 3.11+).
+    assert_verdicts_agree(result, 8 if sys.version_info >= (3, 11) else 6)
     for line in (
         "| template part | PTL |",
         "| whole request | DTL |",
         "| whole request | Jinja2 |",
     ):
+        assert line in result.stdout
+
+
+@pytest.mark.slow
+def test_asgi_pages_script_runs() -> None:
+    result = run_script("benchmarks/asgi_pages.py", "--rounds", "1", "--seconds", "0.005")
+    assert_verdicts_agree(result, 3)  # template part, whole request, under the middleware
+    for line in ("| template part | Jinja2 |", "| whole request | PTL, CSP(Middleware(app)) |"):
         assert line in result.stdout
 
 
@@ -187,3 +196,17 @@ def test_pages_and_blog_scripts_state_their_target() -> None:
     result = run_script("benchmarks/contexts.py", "--rounds", "1", "--seconds", "0.001")
     assert_verdicts_agree(result, 1)
     assert "| srcset |" in result.stdout
+
+
+@pytest.mark.slow
+def test_from_django_script_runs() -> None:
+    result = run_script("benchmarks/from_django.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
+
+
+@pytest.mark.slow
+def test_from_jinja2_script_runs() -> None:
+    result = run_script("benchmarks/from_jinja2.py", "--rounds", "1", "--seconds", "0.005")
+    assert result.returncode == 0, result.stderr
+    assert "| 10 |" in result.stdout and "| 100 |" in result.stdout

@@ -24,6 +24,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The strict Content-Security-Policy: every script and style a PTL template's literals
+    # write carries the request's nonce. The admin sends a policy of its own (ptlsite.middleware).
+    "ptl_wsgi.contrib.django.CSPMiddleware",
+    "ptlsite.middleware.admin_csp",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After sessions, before common: the browser's Accept-Language picks English or French.
@@ -34,6 +38,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Styles by nonce too: the <style> of the layout gets it like the scripts.
+PTL_CSP_DIRECTIVES = {"style-src": ["'nonce'"]}
 
 ROOT_URLCONF = "ptlsite.urls"
 WSGI_APPLICATION = "ptlsite.wsgi.application"

@@ -1,0 +1,166 @@
+"""What a strict Content-Security-Policy forbids in a template, found while compiling.
+
+The contextual walk (:mod:`.contextual`) asks the escaping engine where each
+literal's ``<script>``, ``<style>`` and stylesheet ``<link>`` takes the request's
+nonce (slots, see ``escaping.context.advance``) and what in it a strict policy
+blocks.  Here are the kinds of finding, what each means and how to rewrite it,
+for ``ptl-wsgi check --csp`` (:func:`ptl_wsgi.compiler.csp_report`) and for the
+templates that ask for the strict mode (:data:`STRICT`), where they are compile
+errors; and the hashes of static inline scripts, for ``ptl-wsgi csp-hashes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ptl_wsgi.compiler.source import Spot
+from ptl_wsgi.escaping.context import Context, advance
+from ptl_wsgi.escaping.rules import K_JS, attribute_kind
+
+#: A module (at its top level) or a template (among its first statements) that sets
+#: this name to True makes every finding below but the warnings a compile error.
+STRICT = "__ptl_csp_strict__"
+
+#: Each kind of finding: (blocked by a strict policy, message with the rewrite).
+KINDS: dict[str, tuple[bool, str]] = {
+    "handler": (
+        True,
+        "inline event handler {name}=: a strict CSP does not run it; give the element an "
+        "id or class and attach the code with addEventListener in a <script> (which gets "
+        "the nonce)",
+    ),
+    "framework": (
+        True,
+        "{name} is code a JavaScript framework evaluates (eval or new Function): a strict "
+        "CSP without 'unsafe-eval' blocks it; use the framework's CSP build (Alpine's "
+        "@alpinejs/csp, htmx with allowEval off) and register the code in a <script>",
+    ),
+    "script-url": (
+        True,
+        "javascript: URL: a strict CSP does not run it; use a <button> and "
+        "addEventListener in a <script>",
+    ),
+    "attrs-event": (
+        True,
+        "attrs() with the event handler {name!r}: a strict CSP does not run it; attach the "
+        "code with addEventListener in a <script>",
+    ),
+    "no-nonce": (
+        True,
+        "this <{name}> gets no automatic nonce: the compiler does not split this format "
+        "into literal text and values; write its fields as %s (with a tuple), an "
+        "f-string or plain .format() fields",
+    ),
+    "script-src-value": (
+        False,
+        "<script src> from a value: with 'strict-dynamic' the nonce trusts whatever it "
+        "loads; write the URL in the literal, or check the value against your own list",
+    ),
+    "tag-value": (
+        False,
+        "attributes of a <{name}> given by a value: a <script> or <style> gets the nonce "
+        "whatever they say (a src, a type), a <link> none (its rel is not known); write "
+        "them in the literal",
+    ),
+}
+
+
+def message(kind: str, name: str = "") -> str:
+    """The message of a finding of *kind* about *name* (an attribute or element)."""
+    return KINDS[kind][1].format(name=name)
+
+
+def blocks(kind: str) -> bool:
+    """Whether a strict policy blocks what a finding of *kind* reports (else: a warning)."""
+    return KINDS[kind][0]
+
+
+def asks_strict(body: list[ast.stmt]) -> bool:
+    """Whether *body* (a module's or template's) sets :data:`STRICT` to True first thing."""
+    for statement in body[:8]:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == STRICT
+            and isinstance(statement.value, ast.Constant)
+            and statement.value.value is True
+        ):
+            return True
+    return False
+
+
+def attrs_events(node: ast.Call) -> list[tuple[ast.expr, str]]:
+    """The event-handler keys of ``attrs({...})`` (a dict display), with their nodes."""
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    if name != "attrs" or not node.args or not isinstance(node.args[0], ast.Dict):
+        return []
+    found: list[tuple[ast.expr, str]] = []
+    for key in node.args[0].keys:
+        if isinstance(key, ast.Constant) and type(key.value) is str:
+            if attribute_kind(key.value) == K_JS:
+                found.append((key, key.value))
+    return found
+
+
+# -- hashes of static inline scripts --------------------------------------------------------
+
+_TAG_STATES = ("tag", "after_name", "before_value")
+_SRC = re.compile(r"[\t\n\f\r /]src[\t\n\f\r ]*=", re.IGNORECASE)
+
+
+class InlineScripts:
+    """The inline scripts of an ``[html]`` template whose text is all literal, found by
+    following the escaping engine's context one character at a time (for a report:
+    ``ptl-wsgi csp-hashes``).  A value in a script's tag or body, or control flow
+    inside it, makes the script not static: it is dropped."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[Spot, str]] = []
+        self._tag: str | None = None  # a <script> start tag's text so far
+        self._body: list[str] | None = None  # a static script's text so far
+        self._spot: Spot | None = None
+        self._static = False
+
+    def text(self, ctx: Context, text: str, node: Spot) -> None:
+        """Follow literal *text* from *ctx* (where output was before it)."""
+        for char in text:
+            before = ctx
+            ctx = advance(ctx, char)
+            if self._body is not None:
+                if ctx.element != "script" or ctx.state in _TAG_STATES:
+                    self._close()
+                else:
+                    self._body.append(char)
+                continue
+            if ctx.element == "script" and before.element != "script":
+                self._tag, self._spot, self._static = "", node, True
+            if self._tag is None:
+                continue
+            if ctx.element == "script" and (ctx.state in _TAG_STATES or ctx.delim):
+                self._tag += char
+                continue
+            if ctx.element == "script" and ctx.kind in ("", "urls"):
+                # (after the ">" of its start tag: a script the browser runs)
+                if self._static and _SRC.search(self._tag) is None:
+                    self._body = []
+            self._tag = None
+
+    def value(self) -> None:
+        """A value is output here: the script it is in, if any, is not static."""
+        self._static = False
+        self._body = None
+
+    def interrupt(self) -> None:
+        """Control flow: whatever script is open is not known whole."""
+        self.value()
+        self._tag = None
+
+    def _close(self) -> None:
+        assert self._body is not None and self._spot is not None
+        body = "".join(self._body)
+        end = body.lower().rfind("</script")
+        self.found.append((self._spot, body[:end] if end >= 0 else body))
+        self._body = None

@@ -1,0 +1,1 @@
+"""Template engines' builtin filters and tests as run-time functions for converted templates."""

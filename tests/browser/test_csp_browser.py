@@ -1,0 +1,143 @@
+"""Strict CSP by construction in headless Chromium (issue #31).
+
+A page whose literals hold an inline script, a ``<script src>``, an inline style and
+a stylesheet link, served under the strict policy (with ``style-src`` restricted to
+the nonce too): every one runs or applies, and Chromium reports no
+``securitypolicyviolation``.  The same page under the same header with an
+injected, un-nonced script and handler reports violations and runs neither: the
+listener sees what it should.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser import BROWSER_ONLY, chromium_path, unavailable
+from servers import fetch, serve_in_thread
+
+from ptl_wsgi.csp import NONCE
+from ptl_wsgi.html import htmltext
+from ptl_wsgi.loader import Loader
+from ptl_wsgi.wsgi import CSP, view
+
+pytestmark = BROWSER_ONLY
+
+PAGE = """\
+def render [html] (title):
+    "<!doctype html><html><head><meta charset=utf-8>"
+    "<title>%s</title>" % title
+    '<link rel="stylesheet" href="/site.css">'
+    "<style>h1 { color: rgb(0, 128, 0) }</style>"
+    '<script src="/app.js"></script>'
+    "</head><body><h1>%s</h1><p>styled by the sheet</p>" % title
+    "<script>window.inlineRan = true;</script>"
+    "</body></html>"
+"""
+
+# Recorded before any script of the page runs.
+LISTEN = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+    window.__violations.push(event.violatedDirective + " " + (event.blockedURI || "inline"));
+});
+"""
+
+INJECTED = (
+    "<script>window.injectedRan = true;</script>"
+    '<img src="/none.png" onerror="window.handlerRan = true">'
+)
+
+
+def make_app(tmp_path: Any, injected: bool = False) -> Any:
+    (tmp_path / "page.ptl").write_text(PAGE, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        if request.path == "/app.js":
+            return "window.externalRan = true;", 200, {"Content-Type": "text/javascript"}
+        if request.path == "/site.css":
+            return "p { color: rgb(0, 0, 255) }", 200, {"Content-Type": "text/css"}
+        if request.path == "/none.png":
+            return "", 404
+        page = loader.render("page.ptl", {"title": "<CSP>"})
+        return page + htmltext(INJECTED) if injected else page
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Any]:
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            context = browser.new_context()
+            context.add_init_script(LISTEN)
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def load(page: Any, url: str) -> dict[str, Any]:
+    page.goto(url, wait_until="load")
+    return page.evaluate(
+        """() => ({
+            violations: window.__violations,
+            inline: window.inlineRan === true,
+            external: window.externalRan === true,
+            injected: window.injectedRan === true || window.handlerRan === true,
+            h1: getComputedStyle(document.querySelector("h1")).color,
+            p: getComputedStyle(document.querySelector("p")).color,
+        })"""
+    )
+
+
+def test_every_literal_script_and_style_runs_under_the_strict_policy(
+    page: Any, tmp_path: Any
+) -> None:
+    app = CSP(make_app(tmp_path), {"style-src": [NONCE]})
+    with serve_in_thread(app) as base:
+        _, headers, body = fetch(base + "/")
+        policy = headers["Content-Security-Policy"]
+        nonce = policy.split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 4
+        assert f"style-src 'nonce-{nonce}'" in policy
+        seen = load(page, base + "/")
+    assert seen == {
+        "violations": [],
+        "inline": True,
+        "external": True,
+        "injected": False,
+        "h1": "rgb(0, 128, 0)",
+        "p": "rgb(0, 0, 255)",
+    }
+
+
+def test_the_listener_sees_what_the_policy_blocks(page: Any, tmp_path: Any) -> None:
+    app = CSP(make_app(tmp_path, injected=True), {"style-src": [NONCE]})
+    with serve_in_thread(app) as base:
+        seen = load(page, base + "/")
+    assert seen["inline"] and seen["external"] and not seen["injected"]
+    assert len(seen["violations"]) >= 2, seen["violations"]
+
+
+def test_without_csp_the_page_is_what_the_literals_say(tmp_path: Any) -> None:
+    with serve_in_thread(make_app(tmp_path)) as base:
+        status, headers, body = fetch(base + "/")
+    assert status == 200 and "Content-Security-Policy" not in headers
+    assert b"nonce" not in body
+    assert body.decode() == (
+        "<!doctype html><html><head><meta charset=utf-8><title>&lt;CSP&gt;</title>"
+        '<link rel="stylesheet" href="/site.css"><style>h1 { color: rgb(0, 128, 0) }</style>'
+        '<script src="/app.js"></script></head><body><h1>&lt;CSP&gt;</h1>'
+        "<p>styled by the sheet</p><script>window.inlineRan = true;</script></body></html>"
+    )
