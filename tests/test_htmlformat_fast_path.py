@@ -111,3 +111,18 @@ def test_htmlformat_is_the_fast_path_and_fills_the_dict() -> None:
     # The second time the twin answers; the same markup.
     assert str(html.H(strings_text)) == "<i>&lt;y&gt;</i>"
     assert str(html.H(strings_url)) == '<a href="about:invalid#ptl-unsafe-url">x</a>'
+
+
+@NEEDS_TEMPLATES
+def test_a_plan_with_a_nonce_is_never_the_twins_alone() -> None:
+    # A script's nonce depends on the request: formatted outside a nonce scope first, the
+    # t-string must not be cached as text-only, or later requests would lose their nonce.
+    from ptl_wsgi import html
+    from ptl_wsgi.csp import nonce_scope
+
+    page = t("<script>go()</script><p>", ("<x>",), "</p>")
+    assert str(html.H(page)) == "<script>go()</script><p>&lt;x&gt;</p>"
+    assert page.strings not in html._text_only_strings
+    with nonce_scope("abc123"):
+        for _ in range(2):
+            assert str(html.H(page)) == '<script nonce="abc123">go()</script><p>&lt;x&gt;</p>'
