@@ -1,7 +1,7 @@
 """Templates for the robustness tests: a loader of PTL source and builders of huge pages.
 
 A helper module, not a test module, so that the memory-peak child process can
-import the page builders without importing tests/test_robustness.py again.
+import the page builders without importing tests/htmltext/test_huge_pages.py again.
 """
 
 from __future__ import annotations

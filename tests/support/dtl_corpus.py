@@ -1,7 +1,7 @@
 # ruff: noqa: E501 (templates are clearer on one line each)
 """Django templates covering every tag and builtin filter, with contexts to render them in.
 
-tests/test_from_django.py renders each case with Django's engine and, converted by
+tests/tools/test_from_django.py renders each case with Django's engine and, converted by
 ``ptl-wsgi convert --from-django``, with ptl_wsgi's Django engine, and compares.
 Each case names the construct it covers (the rows of the table in docs/migrating.md).
 """

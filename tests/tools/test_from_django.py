@@ -203,7 +203,7 @@ def test_generated_contexts_render_as_django(
 
 # -- the counts in docs/migrating.md -------------------------------------------------------------
 
-DOC = Path(__file__).parent.parent / "docs" / "migrating.md"
+DOC = Path(__file__).parents[2] / "docs" / "migrating.md"
 COUNTS_START, COUNTS_END = "<!-- dtl-counts -->", "<!-- /dtl-counts -->"
 
 

@@ -18,7 +18,7 @@ from ptl_wsgi.idioms import NotConvertedError
 from ptl_wsgi.loader import Loader
 from ptl_wsgi.tools.converting import convert_tree, ptl_name
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).parents[2]
 
 # Spellings of the same character: Jinja2 (markupsafe) writes &#34; and &#39;; |upper of
 # escaped text gives &QUOT; and &#X27;, which HTML reads as the same characters.
