@@ -254,6 +254,7 @@ def _refuse_library_header_errors(app: Flask) -> None:
 
     @functools.wraps(handle)
     def handle_exception(e: Exception) -> Response:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
         refused = as_header_error(e)
         if refused is None:
             return handle(e)

@@ -245,6 +245,7 @@ def _refuse_library_header_errors(app: Quart) -> None:
 
     @functools.wraps(handle)
     async def handle_exception(error: Exception) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
         refused = as_header_error(error)
         if refused is None:
             return await handle(error)
