@@ -8,13 +8,17 @@
 
 What every HTTP response that passes through gets, whichever object answered
 (a Starlette, FastAPI, Litestar or Quart view, a mounted sub-application, a
-bare ASGI callable):
+bare ASGI callable; a WebSocket's denial response, ``websocket.http.response.start``, too):
 
 * :class:`Middleware` holds its status and headers to :mod:`ptl_wsgi.headers`:
   a status that is not an int of ``100``-``599``, a header name that is not a
   token, a value with a control character (CR, LF, NUL, U+0085, ...) is
-  refused with a logged ``400 Bad Request``, and whatever the application
-  sends for it afterwards is dropped;
+  refused with a logged ``400 Bad Request``, and nothing the application
+  sends afterwards reaches the server; headers may be any iterable (read once);
+* a value the framework itself refuses (Starlette encoding a header or cookie
+  as Latin-1) is the same 400, inside or around the framework's own error
+  middleware: a 500 whose body is whole is held back until the application
+  ends (its background tasks too), so that the 400 can replace it;
 * a request the framework cannot route but answers with a 500 of its own (Starlette's
   ``{id:int}`` of more digits than ``int()`` reads) is the 404 it is;
 * :class:`CSP` does the same, and gives each request a fresh nonce:
@@ -25,7 +29,8 @@ bare ASGI callable):
 
 Bodies are the framework's: the integrations (:mod:`ptl_wsgi.contrib.starlette`,
 :mod:`ptl_wsgi.contrib.litestar`) send template output through
-:mod:`ptl_wsgi.output_policy`.  WebSocket and lifespan scopes pass through untouched.
+:mod:`ptl_wsgi.output_policy`.  The rest of WebSocket scopes (accept, frames, close)
+and lifespan scopes pass through untouched.
 """
 
 from __future__ import annotations
@@ -101,18 +106,27 @@ def request_line(scope: Mapping[str, Any]) -> str:
         raw_path = raw_path.partition(b"?")[0]  # some servers and clients leave the query in it
     else:
         raw_path = str(scope.get("path", "")).encode("utf-8", "surrogateescape")
-    line = f"{scope.get('method', '?')} {raw_path.decode('utf-8', 'backslashreplace')}"
+    method = scope.get("method") or ("WEBSOCKET" if scope.get("type") == "websocket" else "?")
+    line = f"{method} {raw_path.decode('utf-8', 'backslashreplace')}"
     query = scope.get("query_string")
     if isinstance(query, bytes) and query:
         line += "?" + query.decode("utf-8", "backslashreplace")
     return line
 
 
-def _header_pairs(headers: Any) -> Iterable[tuple[str, str]]:
+def _listed(headers: Any) -> list[Any]:
+    """A message's headers, which ASGI lets be any iterable, as a list: read once, so that
+    what is checked is what is forwarded."""
+    try:
+        return list(headers or ())
+    except TypeError:
+        raise HeaderError(f"the headers are a {type(headers).__name__}, not pairs") from None
+
+
+def _header_pairs(headers: list[Any]) -> Iterable[tuple[str, str]]:
     """ASGI's ``[(name, value), ...]`` of bytes as Latin-1 str, as the header policy reads them."""
     # The messages name types and positions, never a value: they go into the 400's body.
-    pairs: Iterable[Any] = headers or ()
-    for index, pair in enumerate(pairs):
+    for index, pair in enumerate(headers):
         try:
             name, value = pair
         except (TypeError, ValueError):
@@ -123,22 +137,34 @@ def _header_pairs(headers: Any) -> Iterable[tuple[str, str]]:
         yield name.decode("latin-1"), value.decode("latin-1")
 
 
-def check_response_start(message: Mapping[str, Any]) -> None:
-    """Raise :class:`~ptl_wsgi.headers.HeaderError` unless the ``http.response.start``
-    *message* has a status of ``100``-``599`` and headers that keep the header policy."""
+def check_response_start(message: Mapping[str, Any]) -> list[tuple[bytes, bytes]]:
+    """The headers of the ``http.response.start`` (or ``websocket.http.response.start``)
+    *message*, as a list (ASGI lets them be any iterable: forward this list, not the
+    message's, which may be spent).  Raise :class:`~ptl_wsgi.headers.HeaderError` unless
+    its status is an int of ``100``-``599`` and its headers keep the header policy."""
     status = message.get("status")
     if type(status) is not int:
         raise HeaderError(f"the status is a {type(status).__name__}, not an int")
     if not 100 <= status <= 599:
         raise HeaderError(f"status {status} is not an HTTP status code")
-    for name, value in _header_pairs(message.get("headers")):
+    return _checked_headers(message.get("headers"))
+
+
+def _checked_headers(headers: Any) -> list[tuple[bytes, bytes]]:
+    listed = _listed(headers)
+    for name, value in _header_pairs(listed):
         check_header(name, value)
+    return listed
 
 
 def refusal_messages(
-    exc: HeaderError, scope: Mapping[str, Any], headers: Iterable[tuple[bytes, bytes]] = ()
+    exc: HeaderError,
+    scope: Mapping[str, Any],
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    kind: str = "http.response",
 ) -> list[Message]:
-    """The two messages of the logged 400 that replaces a response refused for *exc*."""
+    """The two messages of the logged 400 that replaces a response refused for *exc*;
+    *kind* ``"websocket.http.response"`` for a WebSocket's denial response."""
     log.warning("refused %s: %s", request_line(scope), exc)
     body = f"Bad Request: the response would carry an invalid header: {exc}\n"
     encoded = body.encode("utf-8", "backslashreplace")
@@ -148,49 +174,71 @@ def refusal_messages(
         *headers,
     ]
     return [
-        {"type": "http.response.start", "status": 400, "headers": start_headers},
-        {"type": "http.response.body", "body": encoded, "more_body": False},
+        {"type": f"{kind}.start", "status": 400, "headers": start_headers},
+        {"type": f"{kind}.body", "body": encoded, "more_body": False},
     ]
 
 
 class _CheckedSend:
-    """The ``send`` of one HTTP response: its start checked (a 400 instead), *extra*
-    headers added where the response has none of that name, the rest passed on."""
+    """The ``send`` of one HTTP response (or WebSocket denial response, *kind*
+    ``"websocket.http.response"``): its start checked (a 400 instead), *extra* headers
+    added where the response has none of that name, the rest passed on."""
 
-    __slots__ = ("_extra", "_refused", "_scope", "_send", "started")
+    __slots__ = ("_extra", "_held", "_kind", "_refused", "_scope", "_send", "started")
 
     def __init__(
-        self, scope: Scope, send: Send, extra: tuple[tuple[bytes, bytes], ...] = ()
+        self,
+        scope: Scope,
+        send: Send,
+        extra: tuple[tuple[bytes, bytes], ...] = (),
+        kind: str = "http.response",
     ) -> None:
         self._scope = scope
         self._send = send
         self._extra = extra
+        self._kind = kind
         self._refused = False
+        # A 500 held back until the application ends: a framework's error middleware
+        # inside it (Starlette's) sends its 500 before re-raising what may be a refusal.
+        self._held: list[Message] | None = None
         self.started = False
 
     async def refuse(self, exc: HeaderError) -> None:
-        """Send the 400 for *exc* in place of the response (which has not started)."""
+        """Send the 400 for *exc* in place of the response (which has not started);
+        nothing the application sends afterwards reaches the server."""
         self._refused = self.started = True
-        for answer in refusal_messages(exc, self._scope, self._extra):
+        self._held = None
+        for answer in refusal_messages(exc, self._scope, self._extra, self._kind):
             await self._send(answer)
 
     async def run(self, app: ASGIApp, receive: Receive) -> None:
         """Run *app* with this ``send``; a header refused by the framework itself, raised
-        before the response started (Starlette encoding a value as Latin-1), is the 400 too."""
+        before the response started (Starlette encoding a value as Latin-1), is the 400 too,
+        and so is one raised after the framework's own 500 for it."""
         try:
             await app(self._scope, receive, self)
         except Exception as exc:
-            if self.started:
+            held, self._held = self._held, None
+            if self.started and held is None:
                 raise
             refused = as_header_error(exc)
             if refused is not None:
                 await self.refuse(refused)
                 return
             answer = _client_error(exc)
-            if answer is None:
-                raise
-            log.info("answered %s %s to %s: %s", *answer, request_line(self._scope), exc)
-            await self._answer(*answer)
+            if answer is not None:
+                log.info("answered %s %s to %s: %s", *answer, request_line(self._scope), exc)
+                await self._answer(*answer)
+                return
+            await self._release(held)
+            raise
+        await self._release()
+
+    async def _release(self, held: list[Message] | None = None) -> None:
+        held = held if held is not None else self._held
+        self._held = None
+        for message in held or ():
+            await self._send(message)
 
     async def _answer(self, status: int, reason: str) -> None:
         self.started = True
@@ -204,25 +252,32 @@ class _CheckedSend:
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def __call__(self, message: Message) -> None:
+        if self._refused:
+            return  # the refused response's body, or anything else, never reaches the client
         kind = message.get("type")
-        if kind == "http.response.start":
+        if kind == f"{self._kind}.start":
             try:
-                check_response_start(message)
+                headers = check_response_start(message)
             except HeaderError as exc:
                 await self.refuse(exc)
                 return
             self.started = True
             if self._extra:
-                headers: list[tuple[bytes, bytes]] = list(message.get("headers") or ())
                 present = {bytes(name).lower() for name, _ in headers}
                 headers += [pair for pair in self._extra if pair[0] not in present]
-                message = {**message, "headers": headers}
-        elif self._refused and (kind in _BODY_MESSAGES or kind == "http.response.trailers"):
-            return  # the refused response's body never reaches the client
+            message = {**message, "headers": headers}
+            if message["status"] == 500 and kind == "http.response.start":
+                self._held = [message]
+                return
         elif kind == "http.response.trailers":
             # Sent after the body: too late for a 400, so the response is broken off.
-            for name, value in _header_pairs(message.get("headers")):
-                check_header(name, value)
+            message = {**message, "headers": _checked_headers(message.get("headers"))}
+        if self._held is not None:
+            self._held.append(message)
+            if kind == "http.response.body" and not message.get("more_body", False):
+                return  # a whole error page: held until the application ends
+            await self._release()  # a streamed 500 is no framework's error page
+            return
         await self._send(message)
 
 
@@ -238,7 +293,7 @@ class Middleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _other_scope(scope, send))
             return
         if self.loader is not None:
             scope[LOADER_KEY] = self.loader
@@ -270,13 +325,21 @@ class CSP:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _other_scope(scope, send))
             return
         state = RequestNonce(scope)
         policy = state.policy(self.directives, self.hashes).encode("latin-1")
         checked = _CheckedSend(scope, send, ((_CSP_HEADER, policy),))
         with state:
             await checked.run(self.app, receive)
+
+
+def _other_scope(scope: Scope, send: Send) -> Send:
+    """The ``send`` of a scope that is not HTTP: a WebSocket's denial response is an HTTP
+    response, held to the policy; everything else passes untouched."""
+    if scope.get("type") == "websocket":
+        return _CheckedSend(scope, send, kind="websocket.http.response")
+    return send
 
 
 def scope_nonce(scope: Mapping[str, Any]) -> str | None:

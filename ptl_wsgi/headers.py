@@ -63,12 +63,18 @@ def split_lines(head: str) -> list[str]:
 
 # Libraries that check or encode a header value themselves and raise before ptl_wsgi's
 # check sees it: the exception's type, and the modules of the frame that raises it.
-# Werkzeug's Headers refuses CR and LF; Starlette and Litestar encode every value as Latin-1.
+# Werkzeug's Headers refuses CR and LF; Starlette and Litestar encode every value as Latin-1
+# (each place they do: headers, and cookies, which Litestar encodes in a module of their own).
 _LIBRARY_REFUSALS: tuple[tuple[type[Exception], tuple[str, ...]], ...] = (
     (ValueError, ("werkzeug.datastructures.headers",)),
     (
         UnicodeEncodeError,
-        ("starlette.datastructures", "starlette.responses", "litestar.datastructures.headers"),
+        (
+            "starlette.datastructures",
+            "starlette.responses",
+            "litestar.datastructures.headers",
+            "litestar.datastructures.cookie",
+        ),
     ),
 )
 

@@ -37,6 +37,7 @@ from contextvars import ContextVar
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
 
+from werkzeug.datastructures import Headers
 from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.wrappers import Request, Response
 
@@ -163,11 +164,10 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
             headers = rest[0] if rest else None
         else:
             raise TypeError("a view's tuple must be (body, status) or (body, status, headers)")
-    # Checked here, before werkzeug's Headers, which raises a ValueError of its own for CR/LF.
     if isinstance(status, str):
         check_status(status)
     if headers:
-        check_headers(headers.items() if isinstance(headers, Mapping) else headers)
+        check_headers(_as_sent(headers).items())
     if isinstance(rv, HTTPException):
         rv = rv.get_response()
     if isinstance(rv, Response):
@@ -197,6 +197,18 @@ def make_response(rv: Any, content_type: str | None = None) -> Response:
         body = bytes(rv) if isinstance(rv, bytearray) else rv  # WSGI bodies are bytes
         response.set_data(body if isinstance(body, (str, bytes)) else text(body))
     return response
+
+
+def _as_sent(headers: Any) -> Headers:
+    """A view's *headers* as werkzeug will send them: an int as its digits, a list of
+    values as one header each.  Werkzeug's own refusal of CR/LF is a HeaderError."""
+    try:
+        return Headers(headers)
+    except ValueError as exc:
+        refused = as_header_error(exc)
+        if refused is None:
+            raise
+        raise refused from exc
 
 
 def _has_content_type(headers: Any) -> bool:

@@ -43,6 +43,7 @@ forms' CSRF policy, and the render functions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -55,7 +56,9 @@ from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
 from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
+from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
 from ptl_wsgi.tracebacks import entry_point
+from ptl_wsgi.wsgi import refusal
 
 __all__ = [
     "PTL",
@@ -94,7 +97,9 @@ class PTL:
     def init_app(self, app: Flask) -> None:
         """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
         ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
-        ``PTL_CSP`` is true) and Flask's CSRF policy for forms."""
+        ``PTL_CSP`` is true), the header policy (:mod:`ptl_wsgi.headers`: a
+        response header with a control character is a logged 400) and Flask's
+        CSRF policy for forms."""
         _core.set_up(app, _FLASK)
         # Forms made in a request get Flask's CSRF policy whatever they are given (None
         # for an empty form, say), not only flask.request.
@@ -105,7 +110,8 @@ class PTL:
         # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
         app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
         app.before_request_funcs[None].insert(0, _ensure_jinja)
-        app.after_request(_csp_header)
+        app.after_request(_response_policy)
+        _refuse_library_header_errors(app)
         app.teardown_request(_csp_end)
         app.context_processor(_csp_context)
 
@@ -218,11 +224,44 @@ def _csp_begin() -> None:
         _request_nonce()
 
 
-def _csp_header(response: Response) -> Response:
+def _refusal(exc: HeaderError) -> Response:
+    answer = refusal(exc, request.environ)  # logged, as every refusal
+    return current_app.response_class.force_type(answer, request.environ)  # type: ignore[return-value]
+
+
+def _response_policy(response: Response) -> Response:
+    """The header policy (werkzeug lets U+0085, NUL and the like through), then the CSP."""
+    try:
+        check_headers(response.headers.items())
+    except HeaderError as exc:
+        response = _refusal(exc)
     if _csp_on():
         policy = _core.csp_header(current_app, _request_nonce())
         response.headers.setdefault(_core.CSP_HEADER, policy)
     return response
+
+
+def _refuse_library_header_errors(app: Flask) -> None:
+    """Make werkzeug's own refusal of a header value (CR/LF) the 400, not Flask's 500.
+
+    Werkzeug raises it in the view, or in Flask's ``make_response`` of what the view
+    returned, outside every error handler; both reach ``handle_exception`` (which
+    re-raises when testing), the one place that sees them, so it is wrapped.
+    """
+    handle = app.handle_exception
+    if getattr(handle, "_ptl_refusals", False):
+        return  # PTL(app) twice
+
+    @functools.wraps(handle)
+    def handle_exception(e: Exception) -> Response:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+        refused = as_header_error(e)
+        if refused is None:
+            return handle(e)
+        return app.finalize_request(_refusal(refused), from_error_handler=True)
+
+    handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
+    app.handle_exception = handle_exception  # type: ignore[method-assign]
 
 
 def _csp_end(exc: BaseException | None) -> None:

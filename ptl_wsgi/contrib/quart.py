@@ -27,6 +27,8 @@ forms (a Quart request's form is read with ``await``).
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -36,10 +38,12 @@ from quart import Quart, Response, current_app, has_request_context, request
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
+from ptl_wsgi.asgi import request_line
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
 from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
 from ptl_wsgi.forms.inputs import FormData
+from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
 
 __all__ = [
     "PTL",
@@ -82,7 +86,9 @@ class PTL:
     def init_app(self, app: Quart) -> None:
         """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
         ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
-        ``PTL_CSP`` is true) and Quart's CSRF policy for forms."""
+        ``PTL_CSP`` is true), the header policy (:mod:`ptl_wsgi.headers`: a
+        response header with a control character is a logged 400) and Quart's
+        CSRF policy for forms."""
         _core.set_up(app, _QUART)
         # Forms made in a request get Quart's CSRF policy whatever they are given.
         from ptl_wsgi.contrib.forms_quart import adapter
@@ -94,7 +100,8 @@ class PTL:
         # one answering early (a login redirect) has a nonce.
         app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
         app.before_request_funcs[None].insert(0, _ensure_jinja)
-        app.after_request(_csp_header)
+        app.after_request(_response_policy)
+        _refuse_library_header_errors(app)
         app.teardown_request(_csp_end)
         app.context_processor(_csp_context)
 
@@ -207,11 +214,45 @@ async def _csp_begin() -> None:
         _request_nonce()
 
 
-async def _csp_header(response: Response) -> Response:
+def _refusal(exc: HeaderError) -> Response:
+    logging.getLogger(__name__).warning("refused %s: %s", request_line(request.scope), exc)
+    body = f"Bad Request: the response would carry an invalid header: {exc}\n"
+    return Response(body, status=400, mimetype="text/plain")
+
+
+async def _response_policy(response: Response) -> Response:
+    """The header policy (werkzeug lets U+0085, NUL and the like through), then the CSP."""
+    try:
+        check_headers(response.headers.items())
+    except HeaderError as exc:
+        response = _refusal(exc)
     if _csp_on():
         policy = _core.csp_header(current_app, _request_nonce())
         response.headers.setdefault(_core.CSP_HEADER, policy)
     return response
+
+
+def _refuse_library_header_errors(app: Quart) -> None:
+    """Make werkzeug's own refusal of a header value (CR/LF) the 400, not Quart's 500.
+
+    Werkzeug raises it in the view, or in Quart's ``make_response`` of what the view
+    returned, outside every error handler; both reach ``handle_exception`` (which
+    re-raises when testing), the one place that sees them, so it is wrapped.
+    """
+    handle = app.handle_exception
+    if getattr(handle, "_ptl_refusals", False):
+        return  # PTL(app) twice
+
+    @functools.wraps(handle)
+    async def handle_exception(error: Exception) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+        refused = as_header_error(error)
+        if refused is None:
+            return await handle(error)
+        return await app.finalize_request(_refusal(refused), from_error_handler=True)
+
+    handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
+    app.handle_exception = handle_exception  # type: ignore[method-assign]
 
 
 async def _csp_end(exc: BaseException | None) -> None:

@@ -113,6 +113,100 @@ def test_websocket_and_lifespan_pass_through():
         assert ws.receive_text() == "False"
 
 
+def drive(app, scope=None):
+    """Run *app* for one request of *scope* (a GET / by default); the messages it sent."""
+    sent = []
+    scope = scope or {"type": "http", "method": "GET", "path": "/", "raw_path": b"/",
+                      "query_string": b"", "headers": []}  # fmt: skip
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+@pytest.mark.parametrize("wrap", [Middleware, CSP], ids=["Middleware", "CSP"])
+def test_headers_given_as_a_one_shot_iterable_are_checked_and_forwarded(wrap):
+    # ASGI allows any iterable: listed once, so the check does not exhaust what is forwarded.
+    def headers(*pairs):
+        return (pair for pair in pairs)
+
+    async def app(scope, receive, send):
+        good = headers((b"content-type", b"text/html"), (b"x-frame-options", b"DENY"))
+        await send({"type": "http.response.start", "status": 200, "headers": good})
+        await send({"type": "http.response.body", "body": b"hi"})
+
+    start = drive(wrap(app))[0]
+    names = [name for name, _ in start["headers"]]
+    assert names[:2] == [b"content-type", b"x-frame-options"]
+
+    async def hostile(scope, receive, send):
+        bad = headers((b"location", b"/\r\nSet-Cookie: a=1"))
+        await send({"type": "http.response.start", "status": 302, "headers": bad})
+        await send({"type": "http.response.body", "body": b"secret"})
+
+    assert drive(wrap(hostile))[0]["status"] == 400
+
+
+@pytest.mark.parametrize("wrap", [Middleware, CSP], ids=["Middleware", "CSP"])
+def test_nothing_the_app_sends_after_a_refusal_reaches_the_server(wrap):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 302,
+                    "headers": [(b"location", b"/\r\nSet-Cookie: a=1")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b"secret"})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"set-cookie", b"a=1")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b"evil"})
+
+    sent = drive(wrap(app))
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert sent[0]["status"] == 400
+    assert b"evil" not in sent[1]["body"]
+
+
+def websocket_scope():
+    return {"type": "websocket", "path": "/ws", "raw_path": b"/ws", "query_string": b"",
+            "headers": [], "extensions": {"websocket.http.response": {}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("wrap", [Middleware, CSP], ids=["Middleware", "CSP"])
+@pytest.mark.parametrize("char", BREAKS)
+def test_a_websocket_denial_response_is_held_to_the_policy(wrap, char):
+    # websocket.http.response.start is an HTTP response: the same policy, the same 400.
+    value = f"/a{char}Set-Cookie: s=1".encode("latin-1")
+
+    async def app(scope, receive, send):
+        await send({"type": "websocket.http.response.start", "status": 403,
+                    "headers": (pair for pair in [(b"location", value)])})  # fmt: skip
+        await send({"type": "websocket.http.response.body", "body": b"secret"})
+        await send({"type": "websocket.http.response.body", "body": b"more"})
+
+    sent = drive(wrap(app), websocket_scope())
+    assert [m["type"] for m in sent] == [
+        "websocket.http.response.start",
+        "websocket.http.response.body",
+    ]
+    assert sent[0]["status"] == 400
+    assert all(name != b"location" for name, _ in sent[0]["headers"])
+    assert b"secret" not in sent[1]["body"]
+
+
+def test_a_good_websocket_denial_response_passes_untouched():
+    async def app(scope, receive, send):
+        await send({"type": "websocket.http.response.start", "status": 403,
+                    "headers": (pair for pair in [(b"x-why", b"closed")])})  # fmt: skip
+        await send({"type": "websocket.http.response.body", "body": b"no"})
+
+    sent = drive(CSP(Middleware(app)), websocket_scope())
+    assert sent[0]["status"] == 403
+    assert list(sent[0]["headers"]) == [(b"x-why", b"closed")]
+    assert sent[1]["body"] == b"no"
+
+
 # -- Starlette and FastAPI views --------------------------------------------------------------
 
 
@@ -176,6 +270,87 @@ def test_a_huge_id_in_a_starlette_path_is_a_404(wrap):
     assert response.status_code == 404
     if wrap is CSP:
         assert "nonce-" in response.headers["content-security-policy"]
+
+
+def around(app):
+    return CSP(Middleware(app))
+
+
+def added(app):
+    app.add_middleware(Middleware)
+    app.add_middleware(CSP)
+    return app
+
+
+@pytest.mark.parametrize("place", [around, added], ids=["CSP(Middleware(app))", "add_middleware"])
+@pytest.mark.parametrize("where", ["header", "cookie"])
+def test_a_value_starlette_cannot_encode_is_a_400_wherever_the_middleware_is(place, where, caplog):
+    # Around the app, Starlette's own error middleware sends its 500 before re-raising the
+    # UnicodeEncodeError: the middleware holds that 500 back and answers the 400 instead.
+    def echo(request):
+        response = PlainTextResponse("secret")
+        if where == "header":
+            response.headers["X-Next"] = request.query_params["next"]
+        else:
+            response.set_cookie("next", request.query_params["next"])
+        return response
+
+    app = place(Starlette(routes=[Route("/echo", echo)]))
+    client = TestClient(app, raise_server_exceptions=False)
+    with caplog.at_level(logging.WARNING):
+        response = client.get("/echo", params={"next": "/a\u2028b"})
+    assert response.status_code == 400
+    assert b"secret" not in response.content
+    assert "nonce-" in response.headers["content-security-policy"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert client.get("/echo", params={"next": "/fine"}).status_code == 200
+
+
+def test_a_huge_id_is_a_404_around_starlette_too():
+    def item(request):
+        return PlainTextResponse(str(request.path_params["id"]))
+
+    app = around(Starlette(routes=[Route("/items/{id:int}", item)]))
+    client = TestClient(app, raise_server_exceptions=False)
+    assert client.get("/items/" + "9" * 5000).status_code == 404
+
+
+def test_other_500s_around_starlette_reach_the_client_whole():
+    def error_page(request):
+        return PlainTextResponse("our own 500 page", status_code=500)
+
+    def fails(request):
+        raise RuntimeError("a bug")
+
+    app = around(Starlette(routes=[Route("/page", error_page), Route("/bug", fails)]))
+    client = TestClient(app, raise_server_exceptions=False)
+    response = client.get("/page")
+    assert (response.status_code, response.text) == (500, "our own 500 page")
+    assert "nonce-" in response.headers["content-security-policy"]
+    response = client.get("/bug")
+    assert (response.status_code, response.text) == (500, "Internal Server Error")
+    with pytest.raises(RuntimeError):
+        TestClient(app).get("/bug")
+
+
+def test_a_streamed_500_is_not_held():
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 500, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        assert len(sent) == 2, "streamed while the application runs"
+        await send({"type": "http.response.body", "body": b"b", "more_body": False})
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request"}
+
+    scope = {"type": "http", "method": "GET", "path": "/", "query_string": b"", "headers": []}
+    asyncio.run(Middleware(app)(scope, receive, send))
+    assert [m.get("body") for m in sent] == [None, b"a", b"b"]
 
 
 @pytest.mark.parametrize("path", ["/nonce", "/sync"])

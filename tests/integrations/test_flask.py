@@ -809,3 +809,57 @@ def test_jinja_include_and_import_of_ptl_in_an_async_flask_environment() -> None
         assert flask.render_template("imports.html", title="<t>") == (
             "<b>&lt;t&gt;</b>|<b>a&amp;b</b>"
         )
+
+
+# -- the one header policy holds for Flask's responses ----------------------------------------
+
+HOSTILE = ["\r", "\n", "\r\n", "\x00", "\x0b", "\x7f", "\x85", "\u2028"]
+
+
+def header_app(**config: Any) -> Flask:
+    app = make_app(**config)
+    PTL(app)
+
+    @app.get("/tuple")
+    def in_a_tuple() -> Any:
+        return "secret", 200, {"X-Next": flask.request.args["next"]}
+
+    @app.get("/set")
+    def set_on_the_response() -> Any:
+        response = flask.make_response("secret")
+        response.headers["X-Next"] = flask.request.args["next"]
+        return response
+
+    @app.get("/bug")
+    def bug() -> Any:
+        raise ValueError("Header values must not contain newline characters.")
+
+    return app
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("path", ["/tuple", "/set"])
+@pytest.mark.parametrize("char", HOSTILE)
+def test_a_hostile_header_from_a_flask_view_is_a_400(char, path, testing, caplog):
+    # CR/LF: werkzeug raises before any check of ours (a 500, or raised when testing);
+    # U+0085, NUL, ...: werkzeug lets them through to the client.
+    app = header_app(TESTING=testing, PTL_CSP=True)
+    with caplog.at_level(logging.WARNING):
+        response = app.test_client().get(path, query_string={"next": f"/a{char}Set-Cookie: s=1"})
+    assert response.status_code == 400
+    assert "X-Next" not in response.headers
+    assert "Set-Cookie" not in response.headers
+    assert b"secret" not in response.data
+    assert "nonce-" in response.headers["Content-Security-Policy"]
+    assert "refused GET " + path in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_good_headers_and_other_errors_of_a_flask_view_keep_their_answers():
+    app = header_app(TESTING=False)
+    client = app.test_client()
+    response = client.get("/tuple", query_string={"next": "/fine\tok"})
+    assert (response.status_code, response.headers["X-Next"]) == (200, "/fine\tok")
+    assert client.get("/bug").status_code == 500  # our own ValueError, not werkzeug's check
+    with pytest.raises(ValueError):
+        header_app(TESTING=True).test_client().get("/bug")

@@ -233,6 +233,26 @@ def test_a_header_value_beyond_latin1_is_a_400_with_the_handlers(folder, caplog,
     assert "refused GET /echo?next=%2Fa%E2%80%A8b" in caplog.text
 
 
+@pytest.mark.parametrize("wrap", [None, lambda app: CSP(Middleware(app))], ids=["bare", "around"])
+def test_a_cookie_value_beyond_latin1_is_a_400_with_the_handlers(folder, caplog, wrap):
+    # The same class in another module: Litestar's Cookie encodes its header as Latin-1.
+    @get("/cookie", sync_to_thread=False)
+    def cookie(value: FromQuery[str]) -> Response[str]:
+        response = Response("secret")
+        response.set_cookie("next", value)
+        return response
+
+    app = make_app(folder, exception_handlers=EXCEPTION_HANDLERS, logging_config=None)
+    app.register(cookie)
+    with caplog.at_level(logging.WARNING), TestClient(wrap(app) if wrap else app) as client:
+        response = client.get("/cookie", params={"value": "/a\u2028b"})
+        assert response.status_code == 400
+        assert "set-cookie" not in response.headers
+        assert "secret" not in response.text
+        assert client.get("/cookie", params={"value": "/ok"}).status_code == 200
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 def test_auto_reload_follows_the_apps_debug(folder):
     import os
     import time

@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import jinja2
 import pytest
@@ -718,3 +719,41 @@ def test_under_the_asgi_csp_middleware_quart_uses_its_nonce(tmp_path: Path, ptl_
         assert len(headers.getlist("Content-Security-Policy")) == 1
         nonce = NONCE.search(headers["Content-Security-Policy"]).group(1)  # type: ignore[union-attr]
         assert nonce in body and set(re.findall(r'nonce="([^"]+)"', body)) == {nonce}
+
+
+# -- the one header policy holds for Quart's responses, as for Flask's --------------------------
+
+
+def header_app(**config: Any) -> Quart:
+    app = make_app(**config)
+    PTL(app)
+
+    @app.get("/tuple")
+    async def in_a_tuple() -> Any:
+        return "secret", 200, {"X-Next": quart.request.args["next"]}
+
+    @app.get("/set")
+    async def set_on_the_response() -> Any:
+        response = await quart.make_response("secret")
+        response.headers["X-Next"] = quart.request.args["next"]
+        return response
+
+    return app
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("path", ["/tuple", "/set"])
+@pytest.mark.parametrize("char", ["\r\n", "\x00", "\x85", "\u2028"])
+def test_a_hostile_header_from_a_quart_view_is_a_400(char, path, testing, caplog):
+    app = header_app(TESTING=testing, PTL_CSP=True)
+    query = urlencode({"next": f"/a{char}Set-Cookie: s=1"})
+    with caplog.at_level(logging.WARNING):
+        status, headers, body = run(get(app, f"{path}?{query}"))
+    assert status == 400
+    assert "X-Next" not in headers
+    assert "secret" not in body
+    assert "nonce-" in headers["Content-Security-Policy"]
+    assert "refused GET " + path in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    status, headers, _ = run(get(app, f"{path}?next=/fine"))
+    assert (status, headers["X-Next"]) == (200, "/fine")

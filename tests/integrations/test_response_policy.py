@@ -311,3 +311,31 @@ def test_a_wrapped_generator_app_that_starts_late_is_refused_too():
     assert b"secret" not in response.data and b"more" not in response.data
     assert steps == ["started"]
     assert "nonce-" in response.headers["Content-Security-Policy"]
+
+
+# -- a view's header values as werkzeug takes them: checked as the strings it will send -------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-Count": 5}, [("X-Count", 5)], {"Link": ["</a>; rel=preload", "</b>; rel=preload"]}],
+    ids=["int-in-dict", "int-in-list", "list-of-values"],
+)
+def test_a_views_header_values_that_are_not_str_are_sent_as_werkzeug_sends_them(headers):
+    app = view(lambda request: ("ok", 200, headers))
+    response = get(app)
+    assert response.status_code == 200
+    if "Link" in headers:
+        assert response.headers.getlist("Link") == headers["Link"]
+    else:
+        assert response.headers["X-Count"] == "5"
+
+
+@pytest.mark.parametrize("char", BREAKS)
+def test_a_hostile_value_in_a_views_header_list_is_a_400(char):
+    def page(request):
+        return "ok", 200, {"Link": ["</a>", request.args["next"]]}
+
+    response = get(view(page), "/?next=" + quote(f"/a{char}Set-Cookie: s=1"))
+    assert response.status_code == 400
+    assert "Set-Cookie" not in response.headers
