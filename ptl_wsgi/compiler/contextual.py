@@ -145,6 +145,20 @@ class _ContextualWalk(_OutputPieces):
             self.csp_finding(kind, name, _spot_in(node, text, offset, self.lines))
         return after
 
+    def literal_without_nonce(self, text: str, node: Spot) -> None:
+        """Report literal *text* (at *node*, not output where it stands) if it writes a
+        tag that takes the nonce: only an output statement's literals get one."""
+        if self.csp is None and not self.csp_strict:
+            return
+        slots: list[int] = []
+        try:
+            after = advance(TEXT, text, slots=slots)
+        except ContextError:
+            return  # (markup that cannot be followed is refused where it is output)
+        if slots or after.nonce:  # (a tag that takes one, closed here or left open)
+            name = _tag_at(text, slots[0]) if slots else after.element
+            self.csp_finding("literal-no-nonce", name, node)
+
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
         if self.csp_strict and csp.blocks(kind):
@@ -222,6 +236,9 @@ class _ContextualWalk(_OutputPieces):
                     self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
+                if (slots or ctx.nonce) and not own and not missing:
+                    missing = _tag_at(part, slots[0]) if slots else ctx.element
+                    self.csp_finding("literal-no-nonce", missing, node)
                 if own:
                     # Formatted whole at run time: visit_Constant and visit_BinOp pass these
                     # on, visit_format cannot (see there).
@@ -527,6 +544,7 @@ class _ContextualWalk(_OutputPieces):
                     plain = "%s" if unit.key is None else f"%({unit.key})s"
                     fmt = fmt[: unit.start] + plain + fmt[unit.end :]
             node.left = _located(ast.Constant(fmt), node.left)
+        node.left._ptl_format = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # in place: the BinOp stays this node
         if not wanted:
             return node
@@ -614,6 +632,7 @@ class _ContextualWalk(_OutputPieces):
         if own and self.fragment_nonces:
             # str.format's text is not cut here as the twin cuts it: no nonce goes in.
             self.csp_finding("no-nonce", self.fragment_tag, node)
+        node.func.value._ptl_format = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node

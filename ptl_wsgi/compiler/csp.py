@@ -52,6 +52,12 @@ KINDS: dict[str, tuple[bool, str]] = {
         "into literal text and values; write its fields as %s (with a tuple), an "
         "f-string or plain .format() fields",
     ),
+    "literal-no-nonce": (
+        True,
+        "this literal writes a <{name}> that gets no automatic nonce: only the literals an "
+        "output statement writes where they stand get one (not one assigned, chosen or "
+        "added with +); write the tag as an output statement of its own",
+    ),
     "script-src-value": (
         False,
         "<script src> from a value: with 'strict-dynamic' the nonce trusts whatever it "
