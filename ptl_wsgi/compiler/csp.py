@@ -12,6 +12,7 @@ errors; and the hashes of static inline scripts, for ``ptl-wsgi csp-hashes``.
 from __future__ import annotations
 
 import ast
+import html
 import re
 
 from ptl_wsgi.compiler.source import Spot
@@ -129,6 +130,7 @@ class InlineScripts:
         self._body: list[str] | None = None  # a static script's text so far
         self._spot: Spot | None = None
         self._static = False
+        self._foreign = False  # an SVG or MathML script: its text is parsed as markup
 
     def text(self, ctx: Context, text: str, node: Spot) -> None:
         """Follow literal *text* from *ctx* (where output was before it)."""
@@ -152,6 +154,7 @@ class InlineScripts:
                 # (after the ">" of its start tag: a script the browser runs)
                 if self._static and _SRC.search(self._tag) is None:
                     self._body = []
+                    self._foreign = bool(ctx.foreign)
             self._tag = None
 
     def value(self) -> None:
@@ -168,5 +171,26 @@ class InlineScripts:
         assert self._body is not None and self._spot is not None
         body = "".join(self._body)
         end = body.lower().rfind("</script")
-        self.found.append((self._spot, body[:end] if end >= 0 else body))
+        text = browser_text(body[:end] if end >= 0 else body, self._foreign)
+        if text is not None:
+            self.found.append((self._spot, text))
         self._body = None
+
+
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.DOTALL)
+
+
+def browser_text(source: str, foreign: bool) -> str | None:
+    """The text a browser hashes for a script whose *source* the literals write: line
+    ends normalised to LF (as HTML's input stream is); in an SVG or MathML script
+    (*foreign*), character references decoded outside CDATA sections, as there the
+    script is markup.  None where that markup holds more than text (a tag, a comment)."""
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    if not foreign:
+        return source
+    parts = _CDATA.split(source)  # (text, CDATA content, text, ...)
+    for index in range(0, len(parts), 2):
+        if "<" in parts[index]:
+            return None
+        parts[index] = html.unescape(parts[index])
+    return "".join(parts)
