@@ -42,7 +42,7 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
-from ptl_wsgi.escaping.rules import K_URL
+from ptl_wsgi.escaping.rules import K_URL, takes_nonce
 
 
 def _spot_in(node: Spot, text: str, offset: int, lines: list[str]) -> Spot:
@@ -185,10 +185,16 @@ class _ContextualWalk(_OutputPieces):
             self.report.append((node.lineno, node.col_offset, describe(ctx), escaper))
         if (self.csp is not None or self.csp_strict) and ctx.nonce:
             # A value in a tag that gets the nonce: its src, its type, its attributes.
-            if ctx.element == "script" and ctx.attr == K_URL and ctx.delim:
+            rel = ctx.kind[1:] if ctx.element == "link" and ctx.kind.startswith("=") else None
+            if ctx.element == "link" and rel is not None and not takes_nonce("link", rel):
+                pass  # (a link its literal rel keeps without the nonce: no script, no style)
+            elif ctx.element == "script" and ctx.attr == K_URL:
                 self.csp_finding("script-src-value", "", node)
+            elif ctx.attr == K_URL:
+                self.csp_finding("url-value", ctx.element, node)
             elif escaper in ("tag_attrs", "attr_name") or ctx.attr == K_NOTE:
-                self.csp_finding("tag-value", ctx.element, node)
+                kind = "link-value" if ctx.element == "link" and rel is None else "tag-value"
+                self.csp_finding(kind, ctx.element, node)
         return escaper
 
     def fragment(

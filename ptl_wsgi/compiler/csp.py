@@ -64,11 +64,22 @@ KINDS: dict[str, tuple[bool, str]] = {
         "<script src> from a value: with 'strict-dynamic' the nonce trusts whatever it "
         "loads; write the URL in the literal, or check the value against your own list",
     ),
+    "url-value": (
+        False,
+        "the URL of a <{name}> (rel stylesheet, preload or modulepreload) from a value: "
+        "the nonce trusts whatever it loads; write the URL in the literal, or check the "
+        "value against your own list",
+    ),
     "tag-value": (
         False,
-        "attributes of a <{name}> given by a value: a <script> or <style> gets the nonce "
-        "whatever they say (a src, a type), a <link> none (its rel is not known); write "
-        "them in the literal",
+        "attributes of a <{name}> given by a value: it gets the nonce whatever they say "
+        "(a src, a type, an href); write them in the literal",
+    ),
+    "link-value": (
+        False,
+        "attributes of a <link> given by a value: it gets the nonce if its literal rel is "
+        "stylesheet, preload or modulepreload, whatever the value adds, and none otherwise "
+        "(a rel from a value); write them in the literal",
     ),
 }
 

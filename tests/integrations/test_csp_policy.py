@@ -175,7 +175,7 @@ def test_csp_report_lists_each_finding_with_its_place() -> None:
         (6, 29, "framework"),
         (8, 36, "script-src-value"),
         (9, 27, "attrs-event"),
-        (10, 39, "tag-value"),
+        (10, 39, "link-value"),
         (12, 23, "handler"),
     ]
 
@@ -297,3 +297,33 @@ def test_strict_mode_refuses_a_literal_tag_that_gets_no_nonce() -> None:
     with pytest.raises(SyntaxError) as info:
         compile_ptl(source, "strict.ptl")
     assert info.value.lineno == 3 and "gets no automatic nonce" in str(info.value)
+
+
+# -- values in nonced links (review L3) ----------------------------------------------------
+
+LINKS = """\
+def page [html] (u, a, r):
+    '<link rel="stylesheet" href="%s">' % u
+    f'<link rel="preload" as="script" href={u}>'
+    '<link href="%s" rel="stylesheet">' % u
+    '<link rel="canonical" href="%s">' % u
+    f'<link rel="stylesheet" {a}>'
+    f'<link rel="{r}" href="/a.css">'
+    f"<script src={u}></script>"
+"""
+
+
+def test_values_in_a_nonced_link_are_reported_as_they_are() -> None:
+    found = [(line, kind) for line, _, kind, _ in csp_report(LINKS, "links.ptl")]
+    assert found == [
+        (2, "url-value"),
+        (3, "url-value"),
+        (4, "url-value"),
+        (6, "tag-value"),
+        (7, "link-value"),
+        (8, "script-src-value"),
+    ]
+    messages = {line: text for line, _, _, text in csp_report(LINKS, "links.ptl")}
+    assert "gets the nonce whatever they say" in messages[6]
+    assert "(its rel is not known)" not in messages[6]
+    assert "stylesheet" in messages[2]
