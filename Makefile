@@ -18,7 +18,7 @@ test-all:        ## the suite (without slow tests) on the other Pythons, 3.10 to
 coverage:        ## the example sites' tests under coverage, their .ptl templates included
 	$(PYTHON) dev.py coverage
 
-bench:           ## benchmarks against Jinja2, Mako, Django, markupsafe and Quixote
+bench:           ## benchmarks against Jinja2, Mako, Django, Chameleon, Quixote, markupsafe, htpy, dominate, FastHTML; exit 1 on a missed target
 	$(PYTHON) dev.py bench
 
 lint:

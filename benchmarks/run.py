@@ -15,6 +15,15 @@ It runs, one after the other, each in its own process and with this interpreter:
   process's first render;
 * ``benchmarks/styles.py``: each way of writing an ``[html]`` template
   (statements, f-strings, ``%``, ``.format()``) against the others and Jinja2;
+* ``benchmarks/contexts.py``: one value in each context against the same value in
+  text, instructions per render (issue #27: within 2x);
+* ``benchmarks/pages.py``: a page with about 500 URL values and one with values in
+  every context, against Jinja2, Mako, Django, Chameleon, Quixote, markupsafe,
+  htpy, dominate and FastHTML (the links page at most 0.12x Jinja2's instructions);
+* ``benchmarks/blog.py``: a flaskr-like Flask blog's index, whole requests, PTL
+  against Jinja2 (logged in, at most 0.6x Jinja2's instructions);
+* ``benchmarks/tstrings.py`` (Python 3.14+ only): ``H(t"...")`` against a compiled
+  template, Jinja2 and tdom;
 * ``benchmarks/startup.py``: a fresh process importing ptl_wsgi and rendering
   a cached template, against ``python -c pass``, Jinja2 and Quixote, and the
   one-file CGI example per request (at most 8 ms over ``python -c pass``);
@@ -37,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -101,6 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     rows += run("Escaping", ["benchmarks/escape.py", *quick])
     rows += run("Templates", ["benchmarks/templates.py", "--startup", *quick])
     rows += run("Template styles", ["benchmarks/styles.py", *quick])
+    # Issue #27's targets, judged by callgrind's instruction counts (steady where times
+    # on a shared machine are not): each context against text, the links page and the
+    # blog's whole request against Jinja2.
+    # (Without valgrind, by the time ratios of interleaved rounds.)
+    if shutil.which("valgrind"):
+        values = ["--callgrind-values", "0"] if args.quick else ["--callgrind-values", "0,1,2,3"]
+        contexts = ["--rounds", "0", "--callgrind", *values]
+        counted = ["--callgrind"]
+    else:
+        print("\n(valgrind not found: issue #27's targets judged by time)")
+        contexts, counted = ["--rounds", "3" if args.quick else "7"], []
+    rows += run("Contexts", ["benchmarks/contexts.py", *contexts])
+    rows += run("Pages", ["benchmarks/pages.py", *counted, *quick])
+    rows += run("Blog", ["benchmarks/blog.py", *counted, *quick])
+    if sys.version_info >= (3, 14):
+        rounds = ["--rounds", "5", "--seconds", "0.05"] if args.quick else []
+        rows += run("t-strings", ["benchmarks/tstrings.py", *rounds])
+    else:
+        print("\n== t-strings: skipped, t-strings need Python 3.14+ (benchmarks/tstrings.py)")
     rows += run("Start-up", ["benchmarks/startup.py", *runs])
     rows += run("End to end", ["benchmarks/end_to_end.py", *quick])
     rows += run("ASGI", ["benchmarks/asgi_pages.py", *quick])

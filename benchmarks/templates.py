@@ -280,6 +280,8 @@ ENGINES: dict[str, Callable[[], dict[str, Callable[[], Any]]]] = {
     "Quixote 3.8": quixote_engine,
 }
 SCENARIOS = ("bigtable", "bigtable-esc", "articles", "hello")
+#: Issue #27: bigtable kept at most this fraction of Jinja2's time (exit status 1 above).
+BIGTABLE_TARGET = 0.10
 
 
 def normalise(html: Any) -> str:
@@ -375,7 +377,7 @@ def startup(runs: int) -> list[tuple[str, float, str]]:
     return results
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
@@ -406,6 +408,13 @@ def main() -> None:
         cells = [f"{times[name, scenario] / base:.2f}" for name in ENGINES if name != "ptl_wsgi"]
         shown = f"{base * 1e6:,.2f}" if base < 1e-5 else f"{base * 1e6:,.1f}"
         print(f"| {scenario} | {shown} µs | " + " | ".join(cells) + " |")
+    bigtable = times["ptl_wsgi", "bigtable"] / times["Jinja2", "bigtable"]
+    met = bigtable <= BIGTABLE_TARGET
+    print()
+    print(
+        f"- bigtable at most {BIGTABLE_TARGET}x Jinja2's time: "
+        f"{'**met**' if met else '**NOT met**'} ({bigtable:.3f}x)"
+    )
     if args.startup:
         print()
         print("Fresh process, import + first render of a cached template (best of 10):")
@@ -414,7 +423,8 @@ def main() -> None:
         print("|---|---|---|")
         for name, ms, heavy in startup(10):
             print(f"| {name} | {ms:.1f} | {heavy} |")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

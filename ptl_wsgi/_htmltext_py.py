@@ -135,6 +135,36 @@ def htmlformat(template: Any, /) -> Any:
     return _new_str(_htmltext, _template_markup(template))
 
 
+_contextual: list[Any] = []  # set_htmlformat()'s text-only strings and fallback
+_ITEMS = (list, tuple, type(_ for _ in ()))
+
+
+def contextual_htmlformat(template: Any, /) -> Any:
+    """``htmlformat()`` of ptl_wsgi.html: a t-string whose strings :func:`set_htmlformat`'s
+    dict marks as text-only, with no nested Template or items among its values, as
+    :func:`htmlformat` makes it; any other by the fallback (contextual formatting)."""
+    if not _contextual:
+        raise RuntimeError("contextual_htmlformat(): set_htmlformat() first")
+    text_only, fallback = _contextual
+    if (
+        _is_template(template)
+        and text_only.get(template.strings) is True
+        and not any(
+            _is_template(i.value) or type(i.value) in _ITEMS for i in template.interpolations
+        )
+    ):
+        return _new_str(_htmltext, _template_markup(template))
+    return fallback(template)
+
+
+def set_htmlformat(text_only: dict[Any, bool], fallback: Any, /) -> None:
+    """The dict of text-only strings and the formatting of every other t-string, for
+    :func:`contextual_htmlformat`."""
+    if type(text_only) is not dict or not callable(fallback):
+        raise TypeError("set_htmlformat() takes a dict and a callable")
+    _contextual[:] = [text_only, fallback]
+
+
 def stringify(value: Any, /) -> str:
     """Return *value* as a plain ``str`` (``str()``, without escaping)."""
     if type(value) is str:

@@ -8,7 +8,7 @@ is built in :mod:`ptl_wsgi.escaping.escapers`; nothing is decided here.
 
 from __future__ import annotations
 
-from ptl_wsgi.escaping.escapers import for_class, percent_field, percent_value
+from ptl_wsgi.escaping.escapers import for_class, one_for_class, percent_field, percent_value
 from ptl_wsgi.escaping.escapers import format_value as _format_value
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as nonce_used
@@ -40,19 +40,40 @@ __all__ = [
     "percent_value",
 ]
 
-#: Every escaper, by the name :func:`ptl_wsgi.escaping.context.escaper_for` gives it.
 _twin = implementation(IMPLEMENTATION).module
-ESCAPERS: dict[str, Escaper] = for_class(htmltext, _twin)
-globals().update(ESCAPERS)  # compiled templates import them by name
+_OUTPUT = "output_"
+#: Every escaper, by the name :func:`ptl_wsgi.escaping.context.escaper_for` gives it
+#: (made on first use, as every escaper here: see ``__getattr__``).
+ESCAPERS: dict[str, Escaper]
 #: What a compiled template calls for a value in a quoted attribute that is a piece of
-#: its output, by ``output_`` and the escaper's name: the template's join escapes a str
-#: for HTML, and that is the escaper's last step (see ``for_class``).
-OUTPUTS: dict[str, Escaper] = {
-    f"output_{name}": escaper
-    for name, escaper in for_class(htmltext, _twin, outputs=True).items()
-    if name.endswith("_q")
-}
-globals().update(OUTPUTS)
+#: its output, by ``output_`` and the escaper's name (``BASE_q``).
+OUTPUTS: dict[str, Escaper]
+
+
+def __getattr__(name: str) -> Any:
+    """What compiled templates import, made on first use (PEP 562), so that a render
+    makes only the escapers its templates use: an escaper by its name; ``output_`` and
+    the name of one for a quoted attribute, the same escaper for a value that is a piece
+    of the template's output (the template's join escapes a str for HTML, and that is
+    the escaper's last step: see ``for_class``); ``ESCAPERS`` and ``OUTPUTS``."""
+    if name == "ESCAPERS":
+        found: Any = for_class(htmltext, _twin)
+    elif name == "OUTPUTS":
+        found = {
+            _OUTPUT + key: escaper
+            for key, escaper in for_class(htmltext, _twin, outputs=True).items()
+            if key.endswith("_q")
+        }
+    else:
+        outputs = name.startswith(_OUTPUT) and name.endswith("_q")
+        try:
+            found = one_for_class(
+                htmltext, _twin, name[len(_OUTPUT) :] if outputs else name, outputs
+            )
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = found
+    return found
 
 
 #: The request's CSP nonce, or None outside a nonce scope.
@@ -78,4 +99,4 @@ def contextual_format(template: Any) -> htmltext:
     """A PEP 750 Template as htmltext, each value escaped for the context it lands in."""
     from ptl_wsgi.escaping.planner import contextual_format as plan_and_format
 
-    return htmltext(plan_and_format(template, ESCAPERS, format_field))
+    return htmltext(plan_and_format(template, for_class(htmltext, _twin), format_field))

@@ -267,35 +267,35 @@ htmlescape = _active.htmlescape
 #: HTML escaping of a str (no markup check), the escapers' quoted-attribute layer.
 escape_str = _active.escape_str
 _twin_htmlformat = _active.htmlformat
+_twin_contextual_htmlformat = _active.module.contextual_htmlformat
 _plan: Any = None  # ptl_wsgi.escaping.planner.plan, imported on the first t-string
+_needs_context: Any = None  # ptl_wsgi.escaping.planner.needs_context, with it
 
 
-def htmlformat(template: Any, /) -> Any:
-    """A t-string as htmltext, each value escaped for the context it lands in.
+# The strings of t-strings whose values all land in text (by the engine's plan): the
+# twin's contextual_htmlformat() formats such a t-string itself, with no call here.
+_text_only_strings: dict[tuple[str, ...], bool] = {}
+_MAX_TEXT_ONLY = 1024
 
-    ``htmlformat(t'<a href="{url}">{label}</a>')`` does what the compiler does
-    for an ``[html]`` template (docs/contextual-escaping.md): the literal parts
-    are trusted and parsed once per distinct ``strings`` tuple; a value in text
-    or a quoted plain attribute is HTML-escaped (by the twin's own
-    ``htmlformat``), a value in a URL, script, style, unquoted attribute, ...
-    gets that context's escaper.  A nested t-string is formatted the same way,
-    and escaped as a value where it lands outside text.  Anything but a
-    Template is a TypeError; literal parts that put a value where none may go
-    (a tag name) or that do not end in text are a ValueError.
-    """
-    global _plan
+
+def _htmlformat_in_context(template: Any, /) -> Any:
+    """:func:`htmlformat` of a t-string the twin did not format itself."""
+    global _plan, _needs_context
     if _plan is None:
         # Imported here: the context engine (re) is not needed by a cached render.
+        from ptl_wsgi.escaping.planner import needs_context as _needs_context
         from ptl_wsgi.escaping.planner import plan as _plan
     strings = getattr(template, "strings", None)
     if type(strings) is not tuple or not is_template(template):
         return _twin_htmlformat(template)  # the twin's TypeError
     planned = _plan(strings)
     if planned.text_only and not (planned.nonces and _in_nonce_scope()):
-        for interpolation in template.interpolations:
-            if is_template(interpolation.value):
-                break  # a nested t-string is planned on its own (contextual_format)
-        else:
+        if not planned.nonces:
+            # (A plan with nonces is the twin's only outside a nonce scope: not cached.)
+            if len(_text_only_strings) >= _MAX_TEXT_ONLY:
+                _text_only_strings.clear()  # literal parts come from code: a flood is not kept
+            _text_only_strings[strings] = True
+        if not _needs_context(template):
             return _twin_htmlformat(template)
     from ptl_wsgi.escaping.escapers import for_class
     from ptl_wsgi.escaping.planner import contextual_format
@@ -308,6 +308,25 @@ def _in_nonce_scope() -> bool:
     return _nonce_used[0] and _nonce.get() is not None
 
 
+_active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context)
+
+#: A t-string as htmltext, each value escaped for the context it lands in.
+#:
+#: ``htmlformat(t'<a href="{url}">{label}</a>')`` does what the compiler does
+#: for an ``[html]`` template (docs/contextual-escaping.md): the literal parts
+#: are trusted and parsed once per distinct ``strings`` tuple; a value in text
+#: or a quoted plain attribute is HTML-escaped (by the twin's own
+#: ``htmlformat``), a value in a URL, script, style, unquoted attribute, ...
+#: gets that context's escaper.  A nested t-string is formatted the same way,
+#: and escaped as a value where it lands outside text.  Anything but a
+#: Template is a TypeError; literal parts that put a value where none may go
+#: (a tag name) or that do not end in text are a ValueError.  A list, tuple or
+#: generator in text is its items joined (docs/tstrings.md).
+#:
+#: (The twin's ``contextual_htmlformat``, which formats a t-string whose values all land
+#: in text itself and calls ``_htmlformat_in_context`` for any other: a Python function
+#: around it took a third of a one-value t-string's time.)
+htmlformat = _twin_contextual_htmlformat
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.
 H = htmlformat
 stringify = _active.stringify

@@ -17,9 +17,6 @@ one.  See docs/contextual-escaping.md for the table.
 
 from __future__ import annotations
 
-import html
-
-from ptl_wsgi.escaping import css, js, markup, url
 from ptl_wsgi.escaping.rules import (
     DEFAULT_SCHEMES,
     INT_SAFE_BASES,
@@ -54,7 +51,17 @@ if TYPE_CHECKING:
         ) -> Escaper: ...
 
 
-__all__ = ["build", "for_class", "format_value", "percent_field", "percent_value"]
+__all__ = [
+    "build",
+    "for_class",
+    "one_for_class",
+    "format_value",
+    "percent_field",
+    "percent_value",
+    "plans",
+    "plans_source",
+    "references",
+]
 
 
 def format_value(
@@ -105,6 +112,8 @@ def _identity(text: str) -> str:
 
 
 def _bases(escape: Text) -> dict[str, Text]:
+    from ptl_wsgi.escaping import css, js, markup, url
+
     return {
         "text": _identity,
         "comment": markup.comment,
@@ -121,10 +130,13 @@ def _bases(escape: Text) -> dict[str, Text]:
         "css": css.css,
         "css_string": css.css_string,
         "srcdoc": escape,
+        "js_value": js.js_value,
     }
 
 
 def _layers(escape: Text) -> dict[str, Text]:
+    from ptl_wsgi.escaping import markup
+
     return {"": _identity, "q": escape, "u": markup.unquoted, "u0": markup.unquoted_start}
 
 
@@ -136,10 +148,13 @@ _ASCII = tuple(map(chr, range(128)))
 # the ranges it always leaves to the reference; tests/escaping/test_contextual_twins.py checks
 # every code point).
 _NON_ASCII_PROBE = "\u00e9\u4e2d\U0001f600"
-# Bases left to the reference in every twin: lists of URLs (SVG animation values,
-# image candidates: rare, and their rule is per item), and a comment in a script or
-# style (the value is dropped).
-_UNPLANNED = ("srcset", "url_list", "drop")
+# Bases left to the reference in every twin: a comment in a script or style (the value
+# is dropped).
+_UNPLANNED = ("drop",)
+# Lists of URLs, whose rule is per item: the plan names the list (``list``), gives the
+# table of an item's characters (srcset: a URL's, as url_path makes them; SVG values:
+# the layer's alone, the value being kept) and the scheme rule of each item's start.
+_LISTS = ("srcset", "url_list")
 
 if TYPE_CHECKING:
     Plan = Callable[[], dict[str, Any]]
@@ -177,17 +192,22 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     ``prefix``, ``suffix``, ``non_ascii`` (other characters are kept), ``ints`` (a
     non-negative int passes as it is), ``markup`` (the class's markup passes as it is),
     ``first_slash``, ``refused``, ``refusal`` and ``refused_chars`` (the CSS filter's),
-    ``schemes``, and for JS values ``int_affixes`` and ``constants`` (the outputs of
-    True, False and None).
+    ``schemes``, for JS values ``int_affixes`` and ``constants`` (the outputs of
+    True, False and None), and for lists of URLs ``list`` (the base's name) and, for
+    ``srcset``, ``separators`` (the outputs of " " and ",").
     """
     if base_name in _UNPLANNED:
         return None
 
     def plan() -> dict[str, Any]:
+        from ptl_wsgi.escaping import css, js, url
+
         if base_name == "js_value":
             whole: Text = js.js_value
-        elif base_name in ("url", "url_slash"):
+        elif base_name in ("url", "url_slash", "srcset"):
             whole = url.url_path  # and the rule of the start: "schemes", "first_slash"
+        elif base_name == "url_list":
+            whole = _identity  # each item's start checked ("schemes"), the value kept
         else:
             whole = base
 
@@ -213,7 +233,8 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "suffix": suffix,
             # (The CSS filter's words ignore case, and outside ASCII that is Unicode's
             # case folding: U+017F is an "s".  The reference decides there.)
-            "non_ascii": base_name != "css"
+            # (A list is answered in ASCII only.)
+            "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
             "markup": base_name not in URL_START_BASES,
@@ -221,15 +242,23 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
             # make it refuse one wherever they stand.
-            "refusal": layer(UNSAFE_CSS) if base_name == "css" else None,
+            # (srcset: what it makes of a value with a descriptor that is not a number.)
+            "refusal": layer(UNSAFE_CSS)
+            if base_name == "css"
+            else layer(UNSAFE_URL)
+            if base_name == "srcset"
+            else None,
             "refused_chars": "".join(
                 c for c in _ASCII if base_name == "css" and css.css(c) == UNSAFE_CSS
             ),
             "schemes": None,
             "int_affixes": None,
             "constants": None,
+            "list": base_name if base_name in _LISTS else None,
+            # What the layer makes of the separators of image candidates.
+            "separators": (layer(" "), layer(",")) if base_name == "srcset" else None,
         }
-        if base_name == "url":
+        if base_name in ("url", *_LISTS):
             allowed = url.allowed_schemes(DEFAULT_SCHEMES)
             found["schemes"] = (tuple(sorted(allowed)), tuple(sorted(SCRIPT_SCHEMES)))
         if base_name == "js_value":
@@ -240,21 +269,36 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
     return plan
 
 
-def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
-    """Every escaper, by the name the context engine gives it, returning *cls* markup.
+# The names of the bases and layers (their functions: _bases and _layers).
+_BASE_NAMES = (
+    "text", "comment", "drop", "url", "url_path", "url_slash", "url_query", "srcset",
+    "url_list", "js_string", "json_string", "js_regexp", "css", "css_string", "srcdoc",
+    "js_value",
+)  # fmt: skip
+_LAYER_NAMES = ("", "q", "u", "u0")
+# Escapers with no fast path in any twin: the reference is the escaper.
+_REFERENCE_ONLY = ("json_value", "attr_name", "tag_attrs")
+# What a compiled template's quoted-attribute escaper (``outputs``) is planned by.
+_OUTPUT = ":output"
 
-    *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
-    escaping of a str (the quoted-attribute layer), and its ``contextual_escaper``
-    makes each escaper fast: the Python twin keeps the reference escaper built here,
-    the C twin answers the common values itself from the escaper's plan
-    (:func:`_planner`) and calls the reference for everything else.
 
-    With *outputs*, what compiled templates call instead: the same escapers, except
-    that one for a quoted attribute (``BASE_q``) may return the str that its base
-    makes, unescaped, instead of markup: the join of a template's output escapes a
-    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
-    join).  Not for anything that takes the result for markup (the planner does).
-    """
+def _escaper_names() -> list[tuple[str, str, str]]:
+    """(name, base, layer) of every escaper with a base and a layer."""
+    return [
+        (f"{base}_{layer}" if layer else base, base, layer)
+        for base in _BASE_NAMES
+        for layer in _LAYER_NAMES
+    ]
+
+
+def references(cls: type, twin: Twin) -> dict[str, Escaper]:
+    """The reference escapers, by name: what each context does to any value, returning
+    *cls* markup (*twin*'s ``escape_str`` is the quoted-attribute layer).  The Python
+    twin's escapers are these; the C twin's call them for what their plan leaves."""
+    import html
+
+    from ptl_wsgi.escaping import js, markup
+
     escape = twin.escape_str
 
     def make(text: str) -> Any:
@@ -316,36 +360,183 @@ def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
         escaped = attr_name(value)
         return escaped if is_markup(value) else make(" " + escaped)
 
-    def named(function: Escaper, name: str) -> Escaper:
-        function.__name__ = function.__qualname__ = name
-        return function
-
-    escapers: dict[str, Escaper] = {}
-    layers = _layers(escape)
-    for base_name, base in [*_bases(escape).items(), ("js_value", js.js_value)]:
-        for layer_name, layer in layers.items():
-            name = f"{base_name}_{layer_name}" if layer_name else base_name
-            if base_name == "js_value":
-                reference = named(compose_js_value(layer), name)
-            else:
-                reference = named(compose(base_name, base, layer), name)
-            char_layer = layers["u" if layer_name == "u0" else layer_name]
-            plan = _planner(base_name, base, layer, char_layer, base_name in INT_SAFE_BASES)
-            if outputs and layer_name == "q" and plan is not None:
-                bare = _planner(
-                    base_name, base, _identity, _identity, ints=base_name in INT_SAFE_BASES
-                )
-                escapers[name] = twin.contextual_escaper(cls, reference, bare, True)
-            else:
-                escapers[name] = twin.contextual_escaper(cls, reference, plan)
+    found: dict[str, Escaper] = {}
+    bases, layers = _bases(escape), _layers(escape)
+    for name, base_name, layer_name in _escaper_names():
+        layer = layers[layer_name]
+        if base_name == "js_value":
+            found[name] = _named(compose_js_value(layer), name)
+        else:
+            found[name] = _named(compose(base_name, bases[base_name], layer), name)
     # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
-    escapers["json_value"] = named(compose_js_value(_identity, js.json_value), "json_value")
-    escapers["attr_name"] = named(attr_name, "attr_name")
-    escapers["tag_attrs"] = named(tag_attrs, "tag_attrs")
+    found["json_value"] = _named(compose_js_value(_identity, js.json_value), "json_value")
+    found["attr_name"] = _named(attr_name, "attr_name")
+    found["tag_attrs"] = _named(tag_attrs, "tag_attrs")
+    return found
+
+
+def _named(function: Escaper, name: str) -> Escaper:
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def plans(escape: Text) -> dict[str, dict[str, Any]]:
+    """Every escaper's plan (:func:`_planner`), made from the reference functions, by
+    the escaper's name (``NAME:output`` for a compiled template's quoted attribute).
+    :mod:`ptl_wsgi.escaping._plans` stores them, so that a render needs none of the
+    reference's modules (``tools/escaper_plans.py`` rewrites it; a test keeps it equal)."""
+    bases, layers = _bases(escape), _layers(escape)
+    found: dict[str, dict[str, Any]] = {}
+    for name, base_name, layer_name in _escaper_names():
+        ints = base_name in INT_SAFE_BASES
+        char_layer = layers["u" if layer_name == "u0" else layer_name]
+        base, layer = bases[base_name], layers[layer_name]
+        plan = _planner(base_name, base, layer, char_layer, ints)
+        if plan is None:
+            continue
+        found[name] = plan()
+        if layer_name == "q":
+            bare = _planner(base_name, base, _identity, _identity, ints)
+            assert bare is not None
+            found[name + _OUTPUT] = bare()
+    return found
+
+
+def plans_source(escape: Text) -> str:
+    """The source of :mod:`ptl_wsgi.escaping._plans` for :func:`plans` of *escape*."""
+    lines = [
+        '"""Every contextual escaper\'s plan, made by ptl_wsgi.escaping.escapers.plans().',
+        "",
+        "Written by tools/escaper_plans.py; tests/test_escaper_plans.py keeps it equal to",
+        "what the reference makes.  Do not edit.",
+        '"""',
+        "",
+        "# ruff: noqa: E501",
+        "# fmt: off",
+        "PLANS: dict[str, dict[str, object]] = {",
+    ]
+    for name, plan in sorted(plans(escape).items()):
+        lines.append(f"    {name!r}: {{")
+        for key, value in sorted(plan.items()):
+            lines.append(f"        {key!r}: {value!r},")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _stored_plan(name: str) -> Plan:
+    def plan() -> dict[str, Any]:
+        from ptl_wsgi.escaping._plans import PLANS
+
+        return PLANS[name]
+
+    return plan
+
+
+def _probe(value: Any) -> Any:
+    return value
+
+
+def build(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:
+    """Every escaper, by the name the context engine gives it, returning *cls* markup.
+
+    *twin* is the htmltext twin whose class *cls* is: its ``escape_str`` is HTML
+    escaping of a str (the quoted-attribute layer), and its ``contextual_escaper``
+    makes each escaper fast: the Python twin keeps the reference escaper
+    (:func:`references`), the C twin answers the common values itself from the
+    escaper's stored plan (:func:`plans`) and calls the reference for everything
+    else.  For such a twin the references are made, and their modules imported, when
+    one is first needed: a render whose values the plans answer imports none of them.
+
+    With *outputs*, what compiled templates call instead: the same escapers, except
+    that one for a quoted attribute (``BASE_q``) may return the str that its base
+    makes, unescaped, instead of markup: the join of a template's output escapes a
+    str for HTML, and that is the ``q`` layer (as ``field_output`` leaves a str to the
+    join).  Not for anything that takes the result for markup (the planner does).
+    """
+    escapers: dict[str, Escaper] = {}
+    for name in _names():
+        escapers[name] = _make(cls, twin, name, outputs)
     return escapers
 
 
+_name_table: dict[str, tuple[str, str]] = {}  # name: (base, layer), made once
+
+
+def _names() -> dict[str, tuple[str, str]]:
+    """Every escaper's name: (its base, its layer), ("", "") for a reference-only one."""
+    if not _name_table:
+        found = {name: (base, layer) for name, base, layer in _escaper_names()}
+        found.update(dict.fromkeys(_REFERENCE_ONLY, ("", "")))
+        _name_table.update(found)
+    return _name_table
+
+
+_keeps: dict[tuple[type, Any], bool] = {}
+
+
+def _keeps_reference(cls: type, twin: Twin) -> bool:
+    """Whether *twin* keeps the reference escaper for *cls* (the Python twin; the C twin
+    for a class it does not make): then the references are made at once."""
+    key = (cls, twin)
+    found = _keeps.get(key)
+    if found is None:
+        found = twin.contextual_escaper(cls, _probe, _stored_plan("text")) is _probe
+        _keeps[key] = found
+    return found
+
+
+def _make(cls: type, twin: Twin, name: str, outputs: bool) -> Escaper:
+    """The escaper *name* of :func:`build` (a KeyError for a name that is none)."""
+    base_name, layer_name = _names()[name]
+    if _keeps_reference(cls, twin):
+        reference = _references_for(cls, twin)[name]
+    else:
+        resolved: list[Escaper] = []
+
+        def lazy(value: Any) -> Any:
+            if not resolved:
+                resolved.append(_references_for(cls, twin)[name])
+            return resolved[0](value)
+
+        reference = _named(lazy, name)
+    if not base_name:
+        return reference
+    if base_name in _UNPLANNED:
+        return twin.contextual_escaper(cls, reference, None)
+    if outputs and layer_name == "q":
+        return twin.contextual_escaper(cls, reference, _stored_plan(name + _OUTPUT), True)
+    return twin.contextual_escaper(cls, reference, _stored_plan(name))
+
+
+_made_references: dict[tuple[type, Any], dict[str, Escaper]] = {}
+
+
+def _references_for(cls: type, twin: Twin) -> dict[str, Escaper]:
+    key = (cls, twin)
+    found = _made_references.get(key)
+    if found is None:
+        found = _made_references.setdefault(key, references(cls, twin))
+    return found
+
+
 _built: dict[tuple[type, bool], dict[str, Escaper]] = {}
+
+
+_one_made: dict[tuple[type, bool, str], Escaper] = {}
+
+
+def one_for_class(cls: type, twin: Twin, name: str, outputs: bool = False) -> Escaper:
+    """The escaper *name* of :func:`for_class`, made alone until that is made (a compiled
+    template imports only the escapers it uses); a KeyError for a name that is none."""
+    built = _built.get((cls, outputs))
+    if built is not None:
+        return built[name]
+    key = (cls, outputs, name)
+    found = _one_made.get(key)
+    if found is None:
+        found = _one_made.setdefault(key, _make(cls, twin, name, outputs))
+    return found
 
 
 def for_class(cls: type, twin: Twin, outputs: bool = False) -> dict[str, Escaper]:

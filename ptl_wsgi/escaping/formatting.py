@@ -185,15 +185,14 @@ def template_markup(template: Any, text_markup: Callable[[Any], str]) -> str:
     ``TemplateIO``, a view's output): each value escaped for the context it lands in,
     as ``htmlformat`` does.  *text_markup* is the twin's own formatting, exact where
     every value lands in text or a quoted plain attribute."""
-    from ptl_wsgi.escaping.planner import contextual_format, plan
-    from ptl_wsgi.escaping.rules import is_template
+    from ptl_wsgi.escaping.planner import contextual_format, needs_context, plan
 
     strings = tuple(template.strings)
     planned = plan(strings)
     if (
         planned.text_only
         and not (planned.nonces and _nonce_current())
-        and not any(is_template(interpolation.value) for interpolation in template.interpolations)
+        and not needs_context(template)
     ):
         return text_markup(template)
     escaper("text")  # (built on first need)

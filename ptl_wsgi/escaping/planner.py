@@ -19,7 +19,7 @@ from ptl_wsgi.escaping.context import (
 )
 from ptl_wsgi.escaping.escapers import format_value
 from ptl_wsgi.escaping.nonce import attribute, inserted
-from ptl_wsgi.escaping.rules import is_template
+from ptl_wsgi.escaping.rules import is_items, is_template
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 else:
     from ptl_wsgi.escaping.context import NamedTuple  # (without typing: see there)
 
-__all__ = ["Plan", "contextual_format", "plan", "with_nonces"]
+__all__ = ["Plan", "contextual_format", "needs_context", "plan", "with_nonces"]
 
 
 class Plan(NamedTuple):
@@ -105,6 +105,18 @@ def _names(
     return tuple(names)
 
 
+def needs_context(template: Any) -> bool:
+    """Whether a text-only *template* still needs :func:`contextual_format`: a value is a
+    nested Template (planned on its own) or items to join (which may hold Templates)."""
+    for interpolation in template.interpolations:
+        value = interpolation.value
+        if is_template(value) or (
+            is_items(value) and interpolation.conversion is None and not interpolation.format_spec
+        ):
+            return True
+    return False
+
+
 def contextual_format(
     template: Any, escapers: dict[str, Escaper], format_field: Callable[..., Any]
 ) -> str:
@@ -113,7 +125,12 @@ def contextual_format(
     *escapers* and *format_field* are one twin's.  Conversion and format spec are
     applied first, then the escaper; markup values are kept; a nested Template is
     formatted the same way, kept as markup in a text-like context and escaped as
-    a value anywhere else.
+    a value anywhere else.  In a text-like context (text, a quoted plain attribute),
+    a list, tuple or generator (:func:`~ptl_wsgi.escaping.rules.is_items`) with
+    neither conversion nor spec is its items joined, each item as a value there
+    would be (nested lists flattened); anywhere else it is one value, as before (a
+    JSON array in a script: joining would also let items split a sequence that an
+    escaper refuses, ``expres`` + ``sion(``, between them).
     """
     strings = tuple(template.strings)
     planned = plan(strings)
@@ -124,6 +141,14 @@ def contextual_format(
     for text, name, interpolation in zip(strings, names, template.interpolations, strict=False):
         out.append(text)
         value = interpolation.value
+        if (
+            name is None
+            and is_items(value)
+            and interpolation.conversion is None
+            and not interpolation.format_spec
+        ):
+            _join_items(value, escapers, format_field, out)
+            continue
         if is_template(value) and interpolation.conversion is None:
             value = _Nested(contextual_format(value, escapers, format_field))
             if name is not None:
@@ -141,6 +166,20 @@ def contextual_format(
         out.append(str(escapers[name](value)))
     out.append(strings[-1])
     return "".join(out)
+
+
+def _join_items(
+    items: Any, escapers: dict[str, Escaper], format_field: Callable[..., Any], out: list[str]
+) -> None:
+    """Each of *items* as a lone value in a text-like context: markup (a nested Template
+    formatted by its own contexts) kept, anything else escaped."""
+    for item in items:
+        if is_items(item):
+            _join_items(item, escapers, format_field, out)
+            continue
+        if is_template(item):
+            item = _Nested(contextual_format(item, escapers, format_field))
+        out.append(str(format_field(item, -1, "")))
 
 
 def with_nonces(strings: tuple[str, ...], nonces: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:

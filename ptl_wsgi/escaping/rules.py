@@ -44,6 +44,7 @@ __all__ = [
     "URL_LIST_ATTRIBUTES",
     "URL_START_BASES",
     "attribute_kind",
+    "is_items",
     "is_markup",
     "is_template",
     "takes_nonce",
@@ -224,7 +225,26 @@ def is_markup(value: Any) -> bool:
     return getattr(value, "__html__", None) is not None
 
 
+_ITEMS = (list, tuple, type(_ for _ in ()))
+
+
+def is_items(value: Any) -> bool:
+    """Whether *value* renders as its items joined in a t-string (``htmlformat``): a
+    list, tuple or generator (exactly: not a subclass such as a named tuple), as JSX
+    and tdom render arrays and iterables."""
+    return type(value) in _ITEMS
+
+
+_TEMPLATE_CLASSES: list[type] = []  # (found by name: string.templatelib imports re)
+
+
 def is_template(value: Any) -> bool:
     """Whether *value* is a PEP 750 t-string (``string.templatelib.Template``)."""
     cls = type(value)
-    return cls.__name__ == "Template" and cls.__module__ in ("string.templatelib", "templatelib")
+    if cls in _TEMPLATE_CLASSES:
+        return True
+    # (A type's __module__ is made anew at each read: the class is remembered.)
+    if cls.__name__ == "Template" and cls.__module__ in ("string.templatelib", "templatelib"):
+        _TEMPLATE_CLASSES.append(cls)
+        return True
+    return False

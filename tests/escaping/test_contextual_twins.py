@@ -35,6 +35,9 @@ PIECES = [
     "é", "\u2028", "\u2029", "\ud800", "\udfff", "\xad", "\u200b", "\ufeff", "\x85",
     "\xa0", "\U0001f600", "\uffff", "%", "%41", "(", ")", "'", '"', "`", "$", "{",
     "}", "<", ">", "=", "+", ";", ",", "!", "*", "@", "[", "]", "\\", "1", "0",
+    # srcset candidates and SVG values: descriptors, separators, white space str.split() takes.
+    " 1x", "2x", "100w", "1.5x", ".5x", "1.x", "1X", ", ", " ,", "\x0b", "\x1c", "\x1f",
+    "/img/a.png 2x", "0 0;1 1", "\u0661x",
 ]  # fmt: skip
 every_char = st.characters(codec=None, exclude_categories=())
 ascii_char = st.characters(max_codepoint=0x7F)
@@ -87,16 +90,17 @@ def rendered(escaper: Any, value: Any) -> tuple[str, str]:
         return ("raised", type(exc).__name__)
 
 
-def test_the_c_twin_plans_every_escaper_but_the_lists(both: Any) -> None:
+def test_the_c_twin_plans_every_escaper_but_dropped_values(both: Any) -> None:
     python, c, _ = both
     assert set(python) == set(c)
     planned = _planned(c)
     assert not _planned(python)  # the Python twin's are the reference itself
     left = sorted(set(c) - set(planned))
-    unplanned = ("srcset", "url_list", "drop", "attr_name", "tag_attrs", "json_value")
+    unplanned = ("drop", "attr_name", "tag_attrs", "json_value")
     assert all(n.startswith(unplanned) for n in left), left
-    # 12 bases of compose() (json_string among them) and js_value, each with 4 layers.
-    assert len(planned) == 4 * 13
+    # 14 bases of compose() (json_string and the lists srcset and url_list among them)
+    # and js_value, each with 4 layers.
+    assert len(planned) == 4 * 15
     for name in planned:
         assert c[name].__name__ == name
 
@@ -206,3 +210,46 @@ def test_what_compiled_templates_call_joins_to_the_same_markup(both: Any, value:
         assert joined == expected, name
         if not name.endswith("_q"):
             assert outcome(c_outputs[name], value) == outcome(c[name], value), name
+
+
+# Pieces of image candidates and SVG values lists, with what makes the C twin hand a
+# value to the reference: a URL it cannot pass at once, a descriptor that is not a
+# number, a character outside ASCII, white space str.split() takes that is not a space.
+LIST_PIECES = [
+    "/img/a.png", "b.png", "https://x.org/c.png", "javascript:x", "data:,x", "javascript",
+    "&#58;", "&amp;", "a b", " ", "  ", "\t", "\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85",
+    "\xa0", ",", ";", "1x", "2x", "100w", "1.5x", ".5x", "1.", "1x2", "1X", "w", "x", "0 0",
+    "\u0661x", "é", "%20", "?q=1", "#f", "'", '"', "<", ">", "=", "`", "(", ")", "\x00",
+]  # fmt: skip
+list_values = st.lists(st.sampled_from(LIST_PIECES), max_size=10).map("".join)
+
+
+@settings(max_examples=1000)
+@given(value=list_values)
+def test_lists_of_urls_agree_in_both_twins(both: Any, value: str) -> None:
+    python, c, twin = both
+    from ptl_wsgi.html import implementation
+
+    py = implementation("python")
+    py_outputs = for_class(py.htmltext, py.module, outputs=True)
+    c_outputs = for_class(twin.htmltext, twin.module, outputs=True)
+    for name in [n for n in _planned(c) if n.startswith(("srcset", "url_list"))]:
+        assert outcome(c[name], value) == outcome(python[name], value), (name, value)
+        expected = rendered(lambda v, name=name: py.html_join([py_outputs[name](v)]), value)
+        joined = rendered(lambda v, name=name: twin.html_join([c_outputs[name](v)]), value)
+        assert joined == expected, (name, value)
+
+
+def test_a_usual_srcset_is_answered_by_the_c_twin(both: Any) -> None:
+    _, c, twin = both
+    value = "/img/a.png 1x, /img/a@2x.png 2x,/img/b%20c.png 100w"
+    assert str(c["srcset_q"](value)) == "/img/a.png 1x,/img/a@2x.png 2x,/img/b%20c.png 100w"
+    assert str(c["srcset_q"].__wrapped__(value)) == str(c["srcset_q"](value))
+    # The C twin's own answer: a value it keeps comes back as the same object (the
+    # reference joins a new str).
+    outputs = for_class(twin.htmltext, twin.module, outputs=True)
+    kept = "/img/a.png 1x,/img/a@2x.png 2x"
+    assert outputs["srcset_q"](kept) is kept
+    assert outputs["srcset_q"].__wrapped__(kept) is not kept
+    kept = "/a.svg#x; /b.svg#y"
+    assert outputs["url_list_q"](kept) is kept

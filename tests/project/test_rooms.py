@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
          "compiler.switches", "compiler.scopes", "compiler.state", "compiler.pieces",
          "compiler.contextual", "compiler.fusion", "compiler.transformer", "compiler.limits",
          "compiler.csp", "escaping", "escaping.rules", "escaping.context", "escaping.url",
-         "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers",
+         "escaping.js", "escaping.css", "escaping.markup", "escaping.escapers", "escaping._plans",
          "escaping.planner", "escaping.formatting", "escaping.printf", "escaping.nonce",
          "htmlcontext", "_runtime", "headers", "_iterate_in_context", "tracebacks",
          "_htmltext_py", "_htmltext_c", "tools", "tools.pygments_lexer", "forms.inputs",

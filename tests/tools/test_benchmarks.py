@@ -138,6 +138,66 @@ def test_converted_script_runs() -> None:
         assert f"| bigtable | {style} |" in result.stdout and f"| page | {style} |" in result.stdout
 
 
+def _load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ as a module (its folder first on sys.path, as when run)."""
+    folder = str(ROOT / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", f"{folder}/{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def test_pages_peers_render_the_same_page_and_ptl_escapes_for_each_context() -> None:
+    pages = _load_benchmark("pages")
+    engines = {name: factory() for name, factory in pages.ENGINES.items()}
+    pages.check(engines)  # raises SystemExit on a difference
+    links, page = (str(engines["ptl_wsgi"][s]()) for s in pages.SCENARIOS)
+    # The values are str URLs that need encoding: none takes the int shortcut.
+    assert links.count('href="/tags?t=') == 300 and links.count("<a href=") == 500
+    assert 'href="/articles/1/web%20pages%20&amp;%20more"' in links
+    assert 'href="/tags?t=web%20%26%20html&amp;ref=post"' in links
+    assert "onclick=\"edit('post-1\\x27s',  1 )\"" in page
+    assert "\\u003c/script\\u003e" in page and "srcset=" in page
+
+
+def test_pages_check_refuses_a_peer_whose_page_differs() -> None:
+    pages = _load_benchmark("pages")
+    engines = {"ptl_wsgi": pages.ptl_engine(), "Jinja2": pages.jinja_engine()}
+    engines["Jinja2"] = {
+        scenario: (lambda render=render: str(render()).replace("ref=post", "ref=pots"))
+        for scenario, render in engines["Jinja2"].items()
+    }
+    with pytest.raises(SystemExit, match="Jinja2 renders links differently"):
+        pages.check(engines)
+
+
+def test_blog_pages_are_equal_and_logged_in_has_an_edit_link_per_post(tmp_path: Path) -> None:
+    blog = _load_benchmark("blog")
+    blog.make_database(tmp_path / "blog.sqlite")
+    calls = blog.requests(blog.create_app(tmp_path / "blog.sqlite"))
+    blog.check(calls)  # PTL and Jinja2 serve the same page, logged in and out
+    logged_in = calls["PTL, logged in"]().decode()
+    assert logged_in.count('<a class="action" href="/') == blog.POSTS + 1  # Edit links and New
+    assert "Post 0: &lt;templates&gt; &amp; speed" in logged_in
+    assert "/update" not in calls["PTL, logged out"]().decode()
+
+
+@pytest.mark.slow
+def test_pages_and_blog_scripts_state_their_target() -> None:
+    for script in ("benchmarks/pages.py", "benchmarks/blog.py"):
+        result = run_script(script, "--rounds", "1", "--seconds", "0.005")
+        assert_verdicts_agree(result, 1)
+    result = run_script("benchmarks/contexts.py", "--rounds", "1", "--seconds", "0.001")
+    assert_verdicts_agree(result, 1)
+    assert "| srcset |" in result.stdout
+
+
 @pytest.mark.slow
 def test_from_django_script_runs() -> None:
     result = run_script("benchmarks/from_django.py", "--rounds", "1", "--seconds", "0.005")
