@@ -550,7 +550,7 @@ class _ContextualWalk(_OutputPieces):
                     plain = "%s" if unit.key is None else f"%({unit.key})s"
                     fmt = fmt[: unit.start] + plain + fmt[unit.end :]
             node.left = _located(ast.Constant(fmt), node.left)
-        node.left._ptl_format = True  # type: ignore[attr-defined]  # (fragment saw it)
+        node.left._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # in place: the BinOp stays this node
         if not wanted:
             return node
@@ -638,7 +638,7 @@ class _ContextualWalk(_OutputPieces):
         if own and self.fragment_nonces:
             # str.format's text is not cut here as the twin cuts it: no nonce goes in.
             self.csp_finding("no-nonce", self.fragment_tag, node)
-        node.func.value._ptl_format = True  # type: ignore[attr-defined]  # (fragment saw it)
+        node.func.value._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node

@@ -267,6 +267,8 @@ def page [html] (flag, v):
     "<script>var n = %d;</script>" % 3
     f"<style>p{{}}</style>"
     w = "<script src=" + v + "></script>"
+    if v == "<style>":  # (compared with, not written)
+        "y"
 """
 
 
