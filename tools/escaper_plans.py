@@ -4,7 +4,7 @@
     .venv/bin/python tools/escaper_plans.py          # write the file
     .venv/bin/python tools/escaper_plans.py --check  # exit 1 if it is not up to date
 
-Run it after changing an escaper of ptl_wsgi/escaping/ (tests/test_escaper_plans.py fails
+Run it after changing an escaper of ptl_wsgi/escaping/ (tests/escaping/test_escaper_plans.py fails
 until then): the C twin answers common values from these plans, so that a render imports
 none of the reference's modules.
 """

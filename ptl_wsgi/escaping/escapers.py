@@ -407,7 +407,7 @@ def plans_source(escape: Text) -> str:
     lines = [
         '"""Every contextual escaper\'s plan, made by ptl_wsgi.escaping.escapers.plans().',
         "",
-        "Written by tools/escaper_plans.py; tests/test_escaper_plans.py keeps it equal to",
+        "Written by tools/escaper_plans.py; tests/escaping/test_escaper_plans.py keeps it equal to",
         "what the reference makes.  Do not edit.",
         '"""',
         "",

@@ -41,7 +41,7 @@ TABLES = {
 
 
 # The escapers' plans as the reference makes them from the rules, stored for the C twin
-# (written by tools/escaper_plans.py; tests/test_escaper_plans.py holds them equal).
+# (written by tools/escaper_plans.py; tests/escaping/test_escaper_plans.py holds them equal).
 PLANS = PACKAGE / "escaping" / "_plans.py"
 
 

@@ -22,7 +22,7 @@ from ptl_wsgi import _htmltext_py
 from ptl_wsgi.escaping import _plans
 from ptl_wsgi.escaping.escapers import plans, plans_source
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_stored_plans_are_the_references() -> None:
