@@ -42,7 +42,7 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
-from ptl_wsgi.escaping.rules import K_URL
+from ptl_wsgi.escaping.rules import K_URL, takes_nonce
 
 
 def _spot_in(node: Spot, text: str, offset: int, lines: list[str]) -> Spot:
@@ -145,6 +145,20 @@ class _ContextualWalk(_OutputPieces):
             self.csp_finding(kind, name, _spot_in(node, text, offset, self.lines))
         return after
 
+    def literal_without_nonce(self, text: str, node: Spot) -> None:
+        """Report literal *text* (at *node*, not output where it stands) if it writes a
+        tag that takes the nonce: only an output statement's literals get one."""
+        if self.csp is None and not self.csp_strict:
+            return
+        slots: list[int] = []
+        try:
+            after = advance(TEXT, text, slots=slots)
+        except ContextError:
+            return  # (markup that cannot be followed is refused where it is output)
+        if slots or after.nonce:  # (a tag that takes one, closed here or left open)
+            name = _tag_at(text, slots[0]) if slots else after.element
+            self.csp_finding("literal-no-nonce", name, node)
+
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
         if self.csp_strict and csp.blocks(kind):
@@ -171,10 +185,16 @@ class _ContextualWalk(_OutputPieces):
             self.report.append((node.lineno, node.col_offset, describe(ctx), escaper))
         if (self.csp is not None or self.csp_strict) and ctx.nonce:
             # A value in a tag that gets the nonce: its src, its type, its attributes.
-            if ctx.element == "script" and ctx.attr == K_URL and ctx.delim:
+            rel = ctx.kind[1:] if ctx.element == "link" and ctx.kind.startswith("=") else None
+            if ctx.element == "link" and rel is not None and not takes_nonce("link", rel):
+                pass  # (a link its literal rel keeps without the nonce: no script, no style)
+            elif ctx.element == "script" and ctx.attr == K_URL:
                 self.csp_finding("script-src-value", "", node)
+            elif ctx.attr == K_URL:
+                self.csp_finding("url-value", ctx.element, node)
             elif escaper in ("tag_attrs", "attr_name") or ctx.attr == K_NOTE:
-                self.csp_finding("tag-value", ctx.element, node)
+                kind = "link-value" if ctx.element == "link" and rel is None else "tag-value"
+                self.csp_finding(kind, ctx.element, node)
         return escaper
 
     def fragment(
@@ -222,6 +242,9 @@ class _ContextualWalk(_OutputPieces):
                     self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
+                if (slots or ctx.nonce) and not own and not missing:
+                    missing = _tag_at(part, slots[0]) if slots else ctx.element
+                    self.csp_finding("literal-no-nonce", missing, node)
                 if own:
                     # Formatted whole at run time: visit_Constant and visit_BinOp pass these
                     # on, visit_format cannot (see there).
@@ -527,6 +550,7 @@ class _ContextualWalk(_OutputPieces):
                     plain = "%s" if unit.key is None else f"%({unit.key})s"
                     fmt = fmt[: unit.start] + plain + fmt[unit.end :]
             node.left = _located(ast.Constant(fmt), node.left)
+        node.left._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # in place: the BinOp stays this node
         if not wanted:
             return node
@@ -614,6 +638,7 @@ class _ContextualWalk(_OutputPieces):
         if own and self.fragment_nonces:
             # str.format's text is not cut here as the twin cuts it: no nonce goes in.
             self.csp_finding("no-nonce", self.fragment_tag, node)
+        node.func.value._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)
         self.generic_visit(node)  # (in place, as NodeTransformer's does)
         if all(e is None for e in escapers):
             return node

@@ -12,6 +12,7 @@ errors; and the hashes of static inline scripts, for ``ptl-wsgi csp-hashes``.
 from __future__ import annotations
 
 import ast
+import html
 import re
 
 from ptl_wsgi.compiler.source import Spot
@@ -52,16 +53,33 @@ KINDS: dict[str, tuple[bool, str]] = {
         "into literal text and values; write its fields as %s (with a tuple), an "
         "f-string or plain .format() fields",
     ),
+    "literal-no-nonce": (
+        True,
+        "this literal writes a <{name}> that gets no automatic nonce: only the literals an "
+        "output statement writes where they stand get one (not one assigned, chosen or "
+        "added with +); write the tag as an output statement of its own",
+    ),
     "script-src-value": (
         False,
         "<script src> from a value: with 'strict-dynamic' the nonce trusts whatever it "
         "loads; write the URL in the literal, or check the value against your own list",
     ),
+    "url-value": (
+        False,
+        "the URL of a <{name}> (rel stylesheet, preload or modulepreload) from a value: "
+        "the nonce trusts whatever it loads; write the URL in the literal, or check the "
+        "value against your own list",
+    ),
     "tag-value": (
         False,
-        "attributes of a <{name}> given by a value: a <script> or <style> gets the nonce "
-        "whatever they say (a src, a type), a <link> none (its rel is not known); write "
-        "them in the literal",
+        "attributes of a <{name}> given by a value: it gets the nonce whatever they say "
+        "(a src, a type, an href); write them in the literal",
+    ),
+    "link-value": (
+        False,
+        "attributes of a <link> given by a value: it gets the nonce if its literal rel is "
+        "stylesheet, preload or modulepreload, whatever the value adds, and none otherwise "
+        "(a rel from a value); write them in the literal",
     ),
 }
 
@@ -123,6 +141,7 @@ class InlineScripts:
         self._body: list[str] | None = None  # a static script's text so far
         self._spot: Spot | None = None
         self._static = False
+        self._foreign = False  # an SVG or MathML script: its text is parsed as markup
 
     def text(self, ctx: Context, text: str, node: Spot) -> None:
         """Follow literal *text* from *ctx* (where output was before it)."""
@@ -146,6 +165,7 @@ class InlineScripts:
                 # (after the ">" of its start tag: a script the browser runs)
                 if self._static and _SRC.search(self._tag) is None:
                     self._body = []
+                    self._foreign = bool(ctx.foreign)
             self._tag = None
 
     def value(self) -> None:
@@ -162,5 +182,26 @@ class InlineScripts:
         assert self._body is not None and self._spot is not None
         body = "".join(self._body)
         end = body.lower().rfind("</script")
-        self.found.append((self._spot, body[:end] if end >= 0 else body))
+        text = browser_text(body[:end] if end >= 0 else body, self._foreign)
+        if text is not None:
+            self.found.append((self._spot, text))
         self._body = None
+
+
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.DOTALL)
+
+
+def browser_text(source: str, foreign: bool) -> str | None:
+    """The text a browser hashes for a script whose *source* the literals write: line
+    ends normalised to LF (as HTML's input stream is); in an SVG or MathML script
+    (*foreign*), character references decoded outside CDATA sections, as there the
+    script is markup.  None where that markup holds more than text (a tag, a comment)."""
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    if not foreign:
+        return source
+    parts = _CDATA.split(source)  # (text, CDATA content, text, ...)
+    for index in range(0, len(parts), 2):
+        if "<" in parts[index]:
+            return None
+        parts[index] = html.unescape(parts[index])
+    return "".join(parts)

@@ -238,7 +238,16 @@ class _Transformer(_LoopFusion):
             # A literal output whole: the nonce goes in it as in a piece of text.
             text = _Text(node.value, node, (self.fragment_nonces or ((),))[0])
             return self.nonced(_name(self.hoist(node), node), text)
+        if self.tracking and not getattr(node, "_ptl_unwritten", False):
+            # Trusted markup that is not output here: it gets no nonce where it lands.
+            self.literal_without_nonce(node.value, node)
         return _name(self.hoist(node), node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        # A literal compared with is not written out: no nonce to miss.
+        for operand in (node.left, *node.comparators):
+            operand._ptl_unwritten = True  # type: ignore[attr-defined]
+        return self.generic_visit(node)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
         # In a template a t-string means what the same f-string means: in [html]

@@ -141,3 +141,42 @@ def test_without_csp_the_page_is_what_the_literals_say(tmp_path: Any) -> None:
         '<script src="/app.js"></script></head><body><h1>&lt;CSP&gt;</h1>'
         "<p>styled by the sheet</p><script>window.inlineRan = true;</script></body></html>"
     )
+
+
+# -- csp-hashes hash what the browser hashes (review L2) ------------------------------------
+
+HASHED = r"""
+def render [html] ():
+    "<!doctype html><body>"
+    "<script>window.crlf = 1;\r\nwindow.crlf = 2;</script>"
+    "<script>window.cr = 1;\rwindow.cr = 2;</script>"
+    "<svg><script>window.svg = 1 &amp;&amp; 2;</script></svg>"
+    "<svg><script><![CDATA[window.cdata = 1 && '&amp;';]]></script></svg>"
+    "<math><mi><script>window.html = '&amp;';</script></mi></math>"
+    "</body>"
+"""
+
+
+def test_the_hashes_of_static_scripts_are_the_ones_chromium_runs(page: Any, tmp_path: Any) -> None:
+    from ptl_wsgi.compiler import inline_scripts
+    from ptl_wsgi.csp import script_hash
+
+    hashes = [script_hash(text) for _, _, text in inline_scripts(HASHED, "hashed.ptl")]
+    assert len(hashes) == 5
+    (tmp_path / "hashed.ptl").write_text(HASHED, encoding="utf-8", newline="")
+    body = str(Loader([tmp_path]).render("hashed.ptl")).encode()
+    policy = "script-src " + " ".join(hashes) + "; object-src 'none'; base-uri 'none'"
+    page.route(
+        "http://hashes.test/",
+        lambda route: route.fulfill(
+            status=200,
+            body=body,
+            headers={"content-type": "text/html", "content-security-policy": policy},
+        ),
+    )
+    page.goto("http://hashes.test/", wait_until="load")
+    seen = page.evaluate(
+        "() => [window.crlf, window.cr, window.svg, window.cdata, window.html, "
+        "window.__violations.length]"
+    )
+    assert seen == [2, 2, 2, "&amp;", "&amp;", 0]

@@ -19,7 +19,7 @@ from flask import Flask
 from ptl_helpers import subprocess_env
 from werkzeug.test import Client
 
-from ptl_wsgi.compiler import csp_report, inline_scripts
+from ptl_wsgi.compiler import compile_ptl, csp_report, inline_scripts
 from ptl_wsgi.contrib.django import CSPMiddleware
 from ptl_wsgi.contrib.flask import PTL
 from ptl_wsgi.csp import NONCE, content_security_policy, evaluate, script_hash
@@ -175,7 +175,7 @@ def test_csp_report_lists_each_finding_with_its_place() -> None:
         (6, 29, "framework"),
         (8, 36, "script-src-value"),
         (9, 27, "attrs-event"),
-        (10, 39, "tag-value"),
+        (10, 39, "link-value"),
         (12, 23, "handler"),
     ]
 
@@ -249,3 +249,83 @@ def test_the_cgi_gateway_passes_the_requests_nonce_and_no_client_can() -> None:
     assert gateway.cgi_environ(environ)[NONCE_VARIABLE] == "n0nce123"
     forged = gateway.cgi_environ({"REQUEST_METHOD": "GET", "HTTP_PTL_WSGI_CSP_NONCE": "x"})
     assert NONCE_VARIABLE not in forged
+
+
+# -- literals that get no nonce (review M4) ------------------------------------------------
+
+UNNONCED = """\
+def page [html] (flag, v):
+    x = "<script>window.y=1;</script>"
+    x
+    "<script>" + "window.z=1;</script>"
+    ("<style>a{}</style>" if flag else "")
+    "".join(['<link rel="stylesheet" href="/a.css">'])
+    "<p>" + v + "</p><script>window.r=1;</script>"
+    y = f"<script>window.q={1};</script>"
+    z = "<script src='/%s.js'></script>" % "a"
+    "<script>window.ok=1;</script>"
+    "<script>var n = %d;</script>" % 3
+    f"<style>p{{}}</style>"
+    w = "<script src=" + v + "></script>"
+    if v == "<style>":  # (compared with, not written)
+        "y"
+"""
+
+
+def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
+    found = [(line, col, kind) for line, col, kind, _ in csp_report(UNNONCED, "page.ptl")]
+    assert found == [
+        (2, 9, "literal-no-nonce"),
+        (4, 5, "literal-no-nonce"),
+        (5, 6, "literal-no-nonce"),
+        (6, 14, "literal-no-nonce"),
+        (7, 17, "literal-no-nonce"),
+        (8, 9, "literal-no-nonce"),
+        (9, 9, "literal-no-nonce"),
+        (9, 9, "script-src-value"),
+        (13, 9, "literal-no-nonce"),
+    ]
+    message = dict(((line, kind), text) for line, _, kind, text in csp_report(UNNONCED))
+    assert "<style>" in message[(5, "literal-no-nonce")]
+
+
+def test_strict_mode_refuses_a_literal_tag_that_gets_no_nonce() -> None:
+    source = (
+        "__ptl_csp_strict__ = True\n"
+        "def page [html] ():\n"
+        '    x = "<script>window.y=1;</script>"\n'
+        "    x\n"
+    )
+    with pytest.raises(SyntaxError) as info:
+        compile_ptl(source, "strict.ptl")
+    assert info.value.lineno == 3 and "gets no automatic nonce" in str(info.value)
+
+
+# -- values in nonced links (review L3) ----------------------------------------------------
+
+LINKS = """\
+def page [html] (u, a, r):
+    '<link rel="stylesheet" href="%s">' % u
+    f'<link rel="preload" as="script" href={u}>'
+    '<link href="%s" rel="stylesheet">' % u
+    '<link rel="canonical" href="%s">' % u
+    f'<link rel="stylesheet" {a}>'
+    f'<link rel="{r}" href="/a.css">'
+    f"<script src={u}></script>"
+"""
+
+
+def test_values_in_a_nonced_link_are_reported_as_they_are() -> None:
+    found = [(line, kind) for line, _, kind, _ in csp_report(LINKS, "links.ptl")]
+    assert found == [
+        (2, "url-value"),
+        (3, "url-value"),
+        (4, "url-value"),
+        (6, "tag-value"),
+        (7, "link-value"),
+        (8, "script-src-value"),
+    ]
+    messages = {line: text for line, _, _, text in csp_report(LINKS, "links.ptl")}
+    assert "gets the nonce whatever they say" in messages[6]
+    assert "(its rel is not known)" not in messages[6]
+    assert "stylesheet" in messages[2]
