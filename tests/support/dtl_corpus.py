@@ -293,7 +293,9 @@ CASES: list[Case] = [
     case(
         "{% csrf_token %}",
         "<form>{% csrf_token %}</form>",
-        [{"csrf_token": "abc<def>"}, {}, {"csrf_token": "NOTPROVIDED"}],
+        # Django 6's own {% csrf_token %} raises on NOTPROVIDED (format_html("") wants args).
+        [{"csrf_token": "abc<def>"}, {}]
+        + ([{"csrf_token": "NOTPROVIDED"}] if django.VERSION < (6, 0) else []),
     ),
     # -- small tags ------------------------------------------------------------------------------
     case(

@@ -31,7 +31,11 @@ needs_312 = pytest.mark.skipif(sys.version_info < (3, 12), reason="the conversio
 CASES = sorted(CASES_DIR.glob("*.ptl"))
 
 # Cases whose converted module renders differently, and why.  Every other case must match.
-DIFFERENT: dict[str, str] = {}
+DIFFERENT: dict[str, str] = {
+    # A t-string joins a list, tuple or generator's items (#27); a .ptl f-string field
+    # shows the value's format(). convert --to-py does not yet keep such a value one value.
+    "output_styles": "a tuple in an f-string field: one value in .ptl, its items in a t-string",
+}
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
