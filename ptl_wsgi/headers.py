@@ -64,9 +64,13 @@ def split_lines(head: str) -> list[str]:
 # Libraries that check or encode a header value themselves and raise before ptl_wsgi's
 # check sees it: the exception's type, and the modules of the frame that raises it.
 # Werkzeug's Headers refuses CR and LF; Starlette and Litestar encode every value as Latin-1
-# (each place they do: headers, and cookies, which Litestar encodes in a module of their own).
-_LIBRARY_REFUSALS: tuple[tuple[type[Exception], tuple[str, ...]], ...] = (
+# (each place they do: headers, and cookies, which Litestar encodes in a module of their own);
+# the standard library's cookies refuse a name holding a space, ';' or '=' (Starlette's
+# set_cookie builds its header with them).  http.cookies.CookieError, named by its module so
+# that nothing is imported here for it.
+_LIBRARY_REFUSALS: tuple[tuple[type[Exception] | str, tuple[str, ...]], ...] = (
     (ValueError, ("werkzeug.datastructures.headers",)),
+    ("http.cookies.CookieError", ("http.cookies",)),
     (
         UnicodeEncodeError,
         (
@@ -95,7 +99,11 @@ def as_header_error(exc: BaseException) -> HeaderError | None:
         tb = tb.tb_next
     module = tb.tb_frame.f_globals.get("__name__", "")
     for kind, modules in _LIBRARY_REFUSALS:
-        if type(exc) is kind and module in modules:
+        if module in modules and (
+            type(exc) is kind
+            if isinstance(kind, type)
+            else f"{type(exc).__module__}.{type(exc).__qualname__}" == kind
+        ):
             if isinstance(exc, UnicodeEncodeError) and exc.encoding != "latin-1":
                 return None  # a body's encoding, not a header's
             error = HeaderError(f"{module} refused a header value: {exc}")

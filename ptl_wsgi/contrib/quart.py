@@ -244,12 +244,15 @@ def _refuse_library_header_errors(app: Quart) -> None:
         return  # PTL(app) twice
 
     @functools.wraps(handle)
-    async def handle_exception(error: Exception) -> Any:
+    async def handle_exception(*args: Any) -> Any:
+        # Quart 0.23 passes the request's context first (handle_exception(ctx, error),
+        # finalize_request(ctx, result, ...)); earlier Quarts pass the error alone.
         __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+        *context, error = args
         refused = as_header_error(error)
         if refused is None:
-            return await handle(error)
-        return await app.finalize_request(_refusal(refused), from_error_handler=True)
+            return await handle(*args)
+        return await app.finalize_request(*context, _refusal(refused), from_error_handler=True)
 
     handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
     app.handle_exception = handle_exception  # type: ignore[method-assign]

@@ -258,3 +258,20 @@ def test_a_list_of_names_goes_through_the_environments_select_template(framework
     else:
         assert asyncio.run(quart_render()) == "B"
     assert seen == [["a.html", "b.html"]]
+
+
+@pytest.mark.parametrize("framework", ["flask", "quart"])
+def test_handle_exception_takes_the_error_last_and_finalize_request_the_result(
+    framework: str,
+) -> None:
+    # PTL(app) wraps handle_exception to answer werkzeug's refusal of a header value with
+    # the 400: the error is its last argument, and finalize_request takes the response
+    # after the same leading arguments (Quart 0.23 passes the request's context first).
+    import inspect
+
+    app_class = flask.Flask if framework == "flask" else quart.Quart
+    handle = list(inspect.signature(app_class.handle_exception).parameters)
+    finalize = list(inspect.signature(app_class.finalize_request).parameters)
+    leading = handle[1:-1]
+    assert finalize[1 : 1 + len(leading)] == leading
+    assert "from_error_handler" in finalize
