@@ -239,7 +239,9 @@ def _refuse_library_header_errors(app: Quart) -> None:
     returned, outside every error handler; both reach ``handle_exception`` (which
     re-raises when testing), the one place that sees them, so it is wrapped.
     """
-    handle = app.handle_exception
+    # Typed as Any: the two signatures differ between Quart releases (see below).
+    wrapped: Any = app
+    handle = wrapped.handle_exception
     if getattr(handle, "_ptl_refusals", False):
         return  # PTL(app) twice
 
@@ -252,10 +254,10 @@ def _refuse_library_header_errors(app: Quart) -> None:
         refused = as_header_error(error)
         if refused is None:
             return await handle(*args)
-        return await app.finalize_request(*context, _refusal(refused), from_error_handler=True)
+        return await wrapped.finalize_request(*context, _refusal(refused), from_error_handler=True)
 
     handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
-    app.handle_exception = handle_exception  # type: ignore[method-assign]
+    wrapped.handle_exception = handle_exception
 
 
 async def _csp_end(exc: BaseException | None) -> None:
