@@ -48,7 +48,10 @@ typedef struct {
     PyTypeObject *escaper_type;     /* ContextualEscaper */
 #ifdef HAVE_TEMPLATES
     PyObject *template_type;        /* string.templatelib.Template */
+    PyObject *interpolation_type;   /* string.templatelib.Interpolation */
     PyObject *s_strings, *s_interpolations, *s_value, *s_conversion, *s_format_spec;
+    /* Where those fields are in the objects (member_offset()), or 0: use getattr. */
+    Py_ssize_t off_strings, off_interpolations, off_value, off_conversion, off_format_spec;
 #endif
     /* contextual_htmlformat(): the strings of text-only t-strings (a dict, the
        escaping engine's) and what formats any other, both from set_htmlformat() */
@@ -419,6 +422,28 @@ is_template(State *st, PyObject *v)
 {
     return (PyObject *)Py_TYPE(v) == st->template_type;
 }
+
+/* A field of a Template or an Interpolation (new reference): a load at the offset
+   that the type's member descriptor gives (read once, member_offset()), for an
+   object of exactly that type; getattr otherwise.  Both types are immutable: the
+   field cannot change under us.  Measured (benchmarks/tstrings.py --instructions):
+   the five getattrs of a one-value t-string were a tenth of its instructions. */
+static inline PyObject *
+field_of(PyObject *obj, PyObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (offset > 0 && (PyObject *)Py_TYPE(obj) == type) {
+        PyObject *value = *(PyObject **)((char *)obj + offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+#define TEMPLATE_FIELD(st, obj, name) \
+    field_of((obj), (st)->template_type, (st)->off_##name, (st)->s_##name)
+#define INTERPOLATION_FIELD(st, obj, name) \
+    field_of((obj), (st)->interpolation_type, (st)->off_##name, (st)->s_##name)
 #endif
 
 /* markup_of() for anything but an exact str or the registered class. */
@@ -1089,6 +1114,29 @@ not_a_template(PyObject *value)
 }
 
 #ifdef HAVE_TEMPLATES
+/* A converted field's markup: `value` converted (!r, !s, !a), formatted with
+   `spec` and escaped, as format_field() does with a conversion code. */
+static PyObject *
+converted_markup(PyObject *value, PyObject *conversion, PyObject *spec)
+{
+    PyObject *converted = NULL;
+    if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
+        converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
+    }
+    if (converted == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
+        }
+        return NULL;
+    }
+    PyObject *formatted = format_with(converted, spec);
+    Py_DECREF(converted);
+    if (formatted != NULL && !PyUnicode_CheckExact(formatted)) {
+        Py_SETREF(formatted, PyObject_Str(formatted));
+    }
+    return formatted == NULL ? NULL : escape_steal(formatted);
+}
+
 /* One interpolation's markup, as the same f-string field in a template: a
    nested Template with no conversion and no spec is formatted as markup; with
    no conversion, format_field(value, -1, spec) (markup is kept, the spec
@@ -1096,9 +1144,9 @@ not_a_template(PyObject *value)
 static PyObject *
 interpolation_markup(State *st, PyObject *interpolation)
 {
-    PyObject *value = PyObject_GetAttr(interpolation, st->s_value);
-    PyObject *conversion = value == NULL ? NULL : PyObject_GetAttr(interpolation, st->s_conversion);
-    PyObject *spec = conversion == NULL ? NULL : PyObject_GetAttr(interpolation, st->s_format_spec);
+    PyObject *value = INTERPOLATION_FIELD(st, interpolation, value);
+    PyObject *conversion = value == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, conversion);
+    PyObject *spec = conversion == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, format_spec);
     PyObject *result = NULL;
     if (spec == NULL) {
         goto done;
@@ -1117,22 +1165,7 @@ interpolation_markup(State *st, PyObject *interpolation)
         }
         goto done;
     }
-    PyObject *converted = NULL;
-    if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
-        converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
-    }
-    if (converted == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
-        }
-        goto done;
-    }
-    Py_SETREF(value, converted);
-    PyObject *formatted = format_with(value, spec);
-    if (formatted != NULL && !PyUnicode_CheckExact(formatted)) {
-        Py_SETREF(formatted, PyObject_Str(formatted));
-    }
-    result = formatted == NULL ? NULL : escape_steal(formatted);
+    result = converted_markup(value, conversion, spec);
 
 done:
     Py_XDECREF(value);
@@ -1163,9 +1196,8 @@ template_markup(State *st, PyObject *template)
 static PyObject *
 template_parts_markup(State *st, PyObject *template)
 {
-    PyObject *strings = PyObject_GetAttr(template, st->s_strings);
-    PyObject *interpolations =
-        strings == NULL ? NULL : PyObject_GetAttr(template, st->s_interpolations);
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
+    PyObject *interpolations = strings == NULL ? NULL : TEMPLATE_FIELD(st, template, interpolations);
     PyObject *result = NULL;
     Pieces pieces;
     pieces_init(&pieces);
@@ -2543,48 +2575,210 @@ mod_loop_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* Whether a Template's every value lands in text, by the escaping engine's
-   plan of its strings (st->text_only), and no value is one that the plan's
-   formatting must look into (a nested Template, items to join): 1 if so, 0
-   if not, -1 on an error. */
+/* contextual_htmlformat()'s own formatting.  The escaping engine marks, in
+   st->text_only, the strings of t-strings whose every value lands in text or a
+   quoted plain attribute (planner.plan(); never one with a CSP nonce); for those
+   the twin does what the engine's contextual_format() does there, nested
+   t-strings and items included, into one Pieces for the whole output.  A nested
+   t-string whose strings are not marked is formatted by the fallback (the
+   engine), alone: generators already consumed are not started again. */
 #ifdef HAVE_TEMPLATES
-static int
-text_only_template(State *st, PyObject *template)
+static int push_template(State *st, Pieces *p, PyObject *template);
+
+/* Whether spec is "" (1), not (0), or -1 on an error. */
+static inline int
+spec_is_empty(PyObject *spec)
 {
-    PyObject *strings = PyObject_GetAttr(template, st->s_strings);
+    if (PyUnicode_CheckExact(spec)) {
+        return PyUnicode_GET_LENGTH(spec) == 0;
+    }
+    return PyObject_Not(spec);
+}
+
+/* What planner.is_items() says: exactly a list, a tuple or a generator. */
+static inline int
+is_items(PyObject *value)
+{
+    return PyList_CheckExact(value) || PyTuple_CheckExact(value) || PyGen_CheckExact(value);
+}
+
+/* format_field(value, -1, "") pushed: markup kept, anything else escaped. */
+static int
+push_value(State *st, Pieces *p, PyObject *value)
+{
+    /* For these format(value, "") is str(value), which pieces_push_markup() escapes
+       (a 1-byte str while the result is written, an int as its digits). */
+    if (PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+        is_registered_text(st, value)) {
+        return pieces_push_markup(st, p, value);
+    }
+    return pieces_push(p, field_markup(st, value, st->empty));
+}
+
+/* A nested t-string's markup pushed, with `spec` (NULL: none) applied to it as
+   to any markup; recursion is bounded as Python's own is. */
+static int
+push_nested(State *st, Pieces *p, PyObject *template, PyObject *spec)
+{
+    if (Py_EnterRecursiveCall(" while formatting a t-string")) {
+        return -1;
+    }
+    int status;
+    if (spec == NULL) {
+        status = push_template(st, p, template);
+    }
+    else {
+        Pieces inner;
+        pieces_init(&inner);
+        status = push_template(st, &inner, template);
+        if (status < 0) {
+            pieces_clear(&inner);
+        }
+        else {
+            PyObject *text = pieces_concat(&inner);
+            PyObject *formatted = text == NULL ? NULL : format_markup(st, text, spec);
+            Py_XDECREF(text);
+            status = pieces_push(p, formatted);
+        }
+    }
+    Py_LeaveRecursiveCall();
+    return status;
+}
+
+/* Items in text: each item as a lone value there (a nested t-string by its own
+   contexts, markup kept, anything else escaped), nested items flattened. */
+static int
+push_items(State *st, Pieces *p, PyObject *items)
+{
+    if (Py_EnterRecursiveCall(" while joining a t-string's items")) {
+        return -1;
+    }
+    Items it;
+    PyObject *item;
+    int status = items_init(&it, items);
+    while (status == 0 && (status = items_next(&it, &item)) > 0) {
+        status = is_items(item)          ? push_items(st, p, item)
+                 : is_template(st, item) ? push_nested(st, p, item, NULL)
+                                         : push_value(st, p, item);
+        Py_DECREF(item);
+    }
+    items_clear(&it);
+    Py_LeaveRecursiveCall();
+    return status < 0 ? -1 : 0;
+}
+
+/* One interpolation of a text-only t-string, as contextual_format() formats it. */
+static int
+push_interpolation(State *st, Pieces *p, PyObject *interpolation)
+{
+    PyObject *value = INTERPOLATION_FIELD(st, interpolation, value);
+    PyObject *conversion = value == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, conversion);
+    PyObject *spec = conversion == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, format_spec);
+    int status = -1;
+    if (spec == NULL) {
+        goto done;
+    }
+    if (conversion != Py_None) {
+        status = pieces_push(p, converted_markup(value, conversion, spec));
+        goto done;
+    }
+    int empty = spec_is_empty(spec);
+    if (empty < 0) {
+        goto done;
+    }
+    if (empty && is_items(value)) {
+        status = push_items(st, p, value);
+    }
+    else if (is_template(st, value)) {
+        status = push_nested(st, p, value, empty ? NULL : spec);
+    }
+    else if (empty) {
+        status = push_value(st, p, value);
+    }
+    else {
+        status = pieces_push(p, field_markup(st, value, spec));
+    }
+
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(conversion);
+    Py_XDECREF(spec);
+    return status;
+}
+
+/* The fallback's markup of a t-string the twin does not format (pushed as it is:
+   an htmltext is read as its characters). */
+static int
+push_fallback(State *st, Pieces *p, PyObject *template)
+{
+    PyObject *result = PyObject_CallOneArg(st->format_fallback, template);
+    if (result != NULL && !PyUnicode_Check(result)) {
+        PyErr_Format(PyExc_TypeError, "htmlformat()'s fallback returned %.200s, not str",
+                     Py_TYPE(result)->tp_name);
+        Py_CLEAR(result);
+    }
+    return pieces_push(p, result);
+}
+
+/* 1 if the engine marked `strings` as a text-only t-string's, 0 if not, -1 on error. */
+static inline int
+marked_text_only(State *st, PyObject *strings)
+{
+    PyObject *flag = PyDict_GetItemWithError(st->text_only, strings); /* borrowed */
+    return flag == Py_True ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+/* A t-string's markup pushed: by the twin if its strings are marked text-only,
+   else by the fallback. */
+static int
+push_template(State *st, Pieces *p, PyObject *template)
+{
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
     if (strings == NULL) {
         return -1;
     }
-    PyObject *flag = PyDict_GetItemWithError(st->text_only, strings); /* borrowed */
-    Py_DECREF(strings);
-    if (flag != Py_True) {
-        return PyErr_Occurred() ? -1 : 0;
+    int marked = marked_text_only(st, strings);
+    if (marked <= 0) {
+        Py_DECREF(strings);
+        return marked < 0 ? -1 : push_fallback(st, p, template);
     }
-    PyObject *interpolations = PyObject_GetAttr(template, st->s_interpolations);
+    PyObject *interpolations = TEMPLATE_FIELD(st, template, interpolations);
+    int status = -1;
     if (interpolations == NULL) {
-        return -1;
+        goto done;
     }
-    int plain = PyTuple_CheckExact(interpolations);
-    for (Py_ssize_t i = 0; plain && i < PyTuple_GET_SIZE(interpolations); i++) {
-        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(interpolations, i), st->s_value);
-        if (value == NULL) {
-            Py_DECREF(interpolations);
-            return -1;
+    /* A Template's own invariant: n interpolations between n + 1 strings. */
+    if (!PyTuple_CheckExact(strings) || !PyTuple_CheckExact(interpolations) ||
+        PyTuple_GET_SIZE(strings) != PyTuple_GET_SIZE(interpolations) + 1) {
+        PyErr_SetString(PyExc_TypeError, "htmlformat(): malformed Template");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(strings); i++) {
+        if (i > 0 && push_interpolation(st, p, PyTuple_GET_ITEM(interpolations, i - 1)) < 0) {
+            goto done;
         }
-        plain = !(is_template(st, value) || PyList_CheckExact(value) ||
-                  PyTuple_CheckExact(value) || PyGen_CheckExact(value));
-        Py_DECREF(value);
+        PyObject *literal = PyTuple_GET_ITEM(strings, i);
+        if (PyUnicode_CheckExact(literal) && PyUnicode_GET_LENGTH(literal) == 0) {
+            continue;
+        }
+        if (pieces_push(p, plain_text(literal)) < 0) {
+            goto done;
+        }
     }
-    Py_DECREF(interpolations);
-    return plain;
+    status = 0;
+
+done:
+    Py_DECREF(strings);
+    Py_XDECREF(interpolations);
+    return status;
 }
 #endif
 
-/* htmlformat() of ptl_wsgi.html: a t-string whose values all land in text (the
-   escaping engine said so of its strings before) is formatted here, as the
-   twin's htmlformat() does; anything else by the fallback, the engine's
-   contextual formatting.  Measured (benchmarks/tstrings.py, 3.14): the same
-   checks in Python took 3x the time of the formatting. */
+/* htmlformat() of ptl_wsgi.html: a t-string whose strings the escaping engine
+   marked as text-only is formatted here (push_template()), nested t-strings and
+   items included; anything else by the fallback, the engine's contextual
+   formatting.  Measured (benchmarks/tstrings.py, 3.14): the same checks in
+   Python took 3x the time of the formatting. */
 static PyObject *
 mod_contextual_htmlformat(PyObject *module, PyObject *template)
 {
@@ -2595,12 +2789,20 @@ mod_contextual_htmlformat(PyObject *module, PyObject *template)
     }
 #ifdef HAVE_TEMPLATES
     if (is_template(st, template)) {
-        int fast = text_only_template(st, template);
-        if (fast < 0) {
+        PyObject *strings = TEMPLATE_FIELD(st, template, strings);
+        int marked = strings == NULL ? -1 : marked_text_only(st, strings);
+        Py_XDECREF(strings);
+        if (marked < 0) {
             return NULL;
         }
-        if (fast) {
-            return new_text_steal(st, st->text_type, template_markup(st, template));
+        if (marked) {
+            Pieces pieces;
+            pieces_init(&pieces);
+            if (push_template(st, &pieces, template) < 0) {
+                pieces_clear(&pieces);
+                return NULL;
+            }
+            return new_text_steal(st, st->text_type, pieces_concat(&pieces));
         }
     }
 #endif
@@ -2697,6 +2899,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->format_fallback);
 #ifdef HAVE_TEMPLATES
     Py_VISIT(st->template_type);
+    Py_VISIT(st->interpolation_type);
 #endif
     return 0;
 }
@@ -2718,6 +2921,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->format_fallback);
 #ifdef HAVE_TEMPLATES
     Py_CLEAR(st->template_type);
+    Py_CLEAR(st->interpolation_type);
     Py_CLEAR(st->s_strings);
     Py_CLEAR(st->s_interpolations);
     Py_CLEAR(st->s_value);
@@ -2756,6 +2960,32 @@ intern(PyObject **slot, const char *text)
     return *slot == NULL ? -1 : 0;
 }
 
+#ifdef HAVE_TEMPLATES
+/* The offset of `type`'s field `name` when the type declares it as a read-only
+   object member of its own (string.templatelib's types do, in 3.14), else 0: the
+   field is then read by getattr.  -1 on an error. */
+static Py_ssize_t
+member_offset(PyObject *type, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(type, name);
+    if (descr == NULL) {
+        return -1;
+    }
+    Py_ssize_t offset = 0;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+        (PyObject *)((PyMemberDescrObject *)descr)->d_common.d_type == type) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == Py_T_OBJECT_EX &&
+            (member->flags & Py_READONLY) && member->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            member->offset <= ((PyTypeObject *)type)->tp_basicsize - (Py_ssize_t)sizeof(PyObject *)) {
+            offset = member->offset;
+        }
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+#endif
+
 static int
 module_exec(PyObject *module)
 {
@@ -2793,20 +3023,38 @@ module_exec(PyObject *module)
         return -1;
     }
 #ifdef HAVE_TEMPLATES
-    /* The type of a t-string, from an empty one: importing string.templatelib
-       would load the string package into every process that renders. */
+    /* The types of a t-string and its interpolations, from a small one: importing
+       string.templatelib would load the string package into every process that renders. */
     PyObject *globals = PyDict_New();
-    PyObject *empty = globals == NULL ? NULL : PyRun_String("t''", Py_eval_input, globals, globals);
+    PyObject *small = globals == NULL ? NULL : PyRun_String("t'{0}'", Py_eval_input, globals, globals);
     Py_XDECREF(globals);
-    if (empty == NULL) {
+    if (small == NULL) {
         return -1;
     }
-    st->template_type = Py_NewRef((PyObject *)Py_TYPE(empty));
-    Py_DECREF(empty);
+    st->template_type = Py_NewRef((PyObject *)Py_TYPE(small));
+    PyObject *interpolations = PyObject_GetAttrString(small, "interpolations");
+    Py_DECREF(small);
+    if (interpolations == NULL) {
+        return -1;
+    }
+    if (!PyTuple_CheckExact(interpolations) || PyTuple_GET_SIZE(interpolations) != 1) {
+        Py_DECREF(interpolations);
+        PyErr_SetString(PyExc_RuntimeError, "t'{0}' has not one interpolation");
+        return -1;
+    }
+    st->interpolation_type = Py_NewRef((PyObject *)Py_TYPE(PyTuple_GET_ITEM(interpolations, 0)));
+    Py_DECREF(interpolations);
     if (intern(&st->s_strings, "strings") < 0 ||
         intern(&st->s_interpolations, "interpolations") < 0 || intern(&st->s_value, "value") < 0 ||
         intern(&st->s_conversion, "conversion") < 0 ||
         intern(&st->s_format_spec, "format_spec") < 0) {
+        return -1;
+    }
+    if ((st->off_strings = member_offset(st->template_type, st->s_strings)) < 0 ||
+        (st->off_interpolations = member_offset(st->template_type, st->s_interpolations)) < 0 ||
+        (st->off_value = member_offset(st->interpolation_type, st->s_value)) < 0 ||
+        (st->off_conversion = member_offset(st->interpolation_type, st->s_conversion)) < 0 ||
+        (st->off_format_spec = member_offset(st->interpolation_type, st->s_format_spec)) < 0) {
         return -1;
     }
 #endif
