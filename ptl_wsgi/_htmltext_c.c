@@ -54,8 +54,9 @@ typedef struct {
     Py_ssize_t off_strings, off_interpolations, off_value, off_conversion, off_format_spec;
 #endif
     /* contextual_htmlformat(): the strings of text-only t-strings (a dict, the
-       escaping engine's) and what formats any other, both from set_htmlformat() */
-    PyObject *text_only, *format_fallback;
+       escaping engine's) and what formats any other, both from set_htmlformat(),
+       which may also give contextual_fstring()'s */
+    PyObject *text_only, *format_fallback, *fstring_fallback;
 } State;
 
 static struct PyModuleDef htmltext_module;
@@ -2583,7 +2584,7 @@ mod_loop_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
    t-string whose strings are not marked is formatted by the fallback (the
    engine), alone: generators already consumed are not started again. */
 #ifdef HAVE_TEMPLATES
-static int push_template(State *st, Pieces *p, PyObject *template);
+static int push_template(State *st, Pieces *p, PyObject *template, int join);
 
 /* Whether spec is "" (1), not (0), or -1 on an error. */
 static inline int
@@ -2625,12 +2626,12 @@ push_nested(State *st, Pieces *p, PyObject *template, PyObject *spec)
     }
     int status;
     if (spec == NULL) {
-        status = push_template(st, p, template);
+        status = push_template(st, p, template, 1);
     }
     else {
         Pieces inner;
         pieces_init(&inner);
-        status = push_template(st, &inner, template);
+        status = push_template(st, &inner, template, 1);
         if (status < 0) {
             pieces_clear(&inner);
         }
@@ -2667,9 +2668,10 @@ push_items(State *st, Pieces *p, PyObject *items)
     return status < 0 ? -1 : 0;
 }
 
-/* One interpolation of a text-only t-string, as contextual_format() formats it. */
+/* One interpolation of a text-only t-string, as contextual_format() formats it;
+   items are joined if `join`, else one value (contextual_fstring()). */
 static int
-push_interpolation(State *st, Pieces *p, PyObject *interpolation)
+push_interpolation(State *st, Pieces *p, PyObject *interpolation, int join)
 {
     PyObject *value = INTERPOLATION_FIELD(st, interpolation, value);
     PyObject *conversion = value == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, conversion);
@@ -2686,7 +2688,7 @@ push_interpolation(State *st, Pieces *p, PyObject *interpolation)
     if (empty < 0) {
         goto done;
     }
-    if (empty && is_items(value)) {
+    if (empty && join && is_items(value)) {
         status = push_items(st, p, value);
     }
     else if (is_template(st, value)) {
@@ -2729,9 +2731,9 @@ marked_text_only(State *st, PyObject *strings)
 }
 
 /* A t-string's markup pushed: by the twin if its strings are marked text-only,
-   else by the fallback. */
+   else by the fallback; its own items joined if `join`. */
 static int
-push_template(State *st, Pieces *p, PyObject *template)
+push_template(State *st, Pieces *p, PyObject *template, int join)
 {
     PyObject *strings = TEMPLATE_FIELD(st, template, strings);
     if (strings == NULL) {
@@ -2754,7 +2756,8 @@ push_template(State *st, Pieces *p, PyObject *template)
         goto done;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(strings); i++) {
-        if (i > 0 && push_interpolation(st, p, PyTuple_GET_ITEM(interpolations, i - 1)) < 0) {
+        if (i > 0 &&
+            push_interpolation(st, p, PyTuple_GET_ITEM(interpolations, i - 1), join) < 0) {
             goto done;
         }
         PyObject *literal = PyTuple_GET_ITEM(strings, i);
@@ -2774,17 +2777,19 @@ done:
 }
 #endif
 
-/* htmlformat() of ptl_wsgi.html: a t-string whose strings the escaping engine
-   marked as text-only is formatted here (push_template()), nested t-strings and
-   items included; anything else by the fallback, the engine's contextual
-   formatting.  Measured (benchmarks/tstrings.py, 3.14): the same checks in
-   Python took 3x the time of the formatting. */
+/* htmlformat() of ptl_wsgi.html (join 1) and html_fstring() (join 0: the
+   t-string's own items are one value each, as in an [html] f-string): a t-string
+   whose strings the escaping engine marked as text-only is formatted here
+   (push_template()), nested t-strings and items included; anything else by the
+   fallback, the engine's contextual formatting.  Measured (benchmarks/tstrings.py,
+   3.14): the same checks in Python took 3x the time of the formatting. */
 static PyObject *
-mod_contextual_htmlformat(PyObject *module, PyObject *template)
+contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
 {
-    State *st = module_state(module);
-    if (st->format_fallback == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "contextual_htmlformat(): set_htmlformat() first");
+    if (fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        join ? "contextual_htmlformat(): set_htmlformat() first"
+                             : "contextual_fstring(): set_htmlformat() with its third argument first");
         return NULL;
     }
 #ifdef HAVE_TEMPLATES
@@ -2798,27 +2803,48 @@ mod_contextual_htmlformat(PyObject *module, PyObject *template)
         if (marked) {
             Pieces pieces;
             pieces_init(&pieces);
-            if (push_template(st, &pieces, template) < 0) {
+            if (push_template(st, &pieces, template, join) < 0) {
                 pieces_clear(&pieces);
                 return NULL;
             }
             return new_text_steal(st, st->text_type, pieces_concat(&pieces));
         }
     }
+#else
+    (void)st;
+    (void)join;
 #endif
-    return PyObject_CallOneArg(st->format_fallback, template);
+    return PyObject_CallOneArg(fallback, template);
+}
+
+static PyObject *
+mod_contextual_htmlformat(PyObject *module, PyObject *template)
+{
+    State *st = module_state(module);
+    return contextual_format(st, template, st->format_fallback, 1);
+}
+
+static PyObject *
+mod_contextual_fstring(PyObject *module, PyObject *template)
+{
+    State *st = module_state(module);
+    return contextual_format(st, template, st->fstring_fallback, 0);
 }
 
 static PyObject *
 mod_set_htmlformat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "set_htmlformat() takes a dict and a callable");
+    if (nargs < 2 || nargs > 3 || !PyDict_CheckExact(args[0]) || !PyCallable_Check(args[1]) ||
+        (nargs == 3 && args[2] != Py_None && !PyCallable_Check(args[2]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "set_htmlformat() takes a dict and a callable (and another callable)");
         return NULL;
     }
     State *st = module_state(module);
     Py_XSETREF(st->text_only, Py_NewRef(args[0]));
     Py_XSETREF(st->format_fallback, Py_NewRef(args[1]));
+    Py_XSETREF(st->fstring_fallback,
+               nargs == 3 && args[2] != Py_None ? Py_NewRef(args[2]) : NULL);
     Py_RETURN_NONE;
 }
 
@@ -2868,11 +2894,15 @@ static PyMethodDef module_methods[] = {
                "pattern's last and first parts between items.")},
     {"contextual_htmlformat", mod_contextual_htmlformat, METH_O,
      PyDoc_STR("A t-string as htmltext: one whose strings set_htmlformat()'s dict marks as "
-               "text-only, without nested templates or items, formatted here; any other by "
+               "text-only formatted here, nested t-strings and items included; any other by "
                "the fallback.")},
+    {"contextual_fstring", mod_contextual_fstring, METH_O,
+     PyDoc_STR("contextual_htmlformat() with the t-string's own items one value each, as in an "
+               "[html] f-string; any t-string not marked by the third fallback.")},
     {"set_htmlformat", CFUNC(mod_set_htmlformat), METH_FASTCALL,
-     PyDoc_STR("set_htmlformat(text_only, fallback): the dict of text-only strings and the "
-               "formatting of every other t-string, for contextual_htmlformat().")},
+     PyDoc_STR("set_htmlformat(text_only, fallback[, fstring_fallback]): the dict of text-only "
+               "strings and the formatting of every other t-string, for contextual_htmlformat() "
+               "(and contextual_fstring()).")},
     {"contextual_escaper", CFUNC(mod_contextual_escaper), METH_FASTCALL,
      PyDoc_STR("contextual_escaper(cls, reference, plan, output=False): the escaper of one "
                "context, answering common values from plan() and calling reference for the "
@@ -2897,6 +2927,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->escaper_type);
     Py_VISIT(st->text_only);
     Py_VISIT(st->format_fallback);
+    Py_VISIT(st->fstring_fallback);
 #ifdef HAVE_TEMPLATES
     Py_VISIT(st->template_type);
     Py_VISIT(st->interpolation_type);
@@ -2919,6 +2950,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->escaper_type);
     Py_CLEAR(st->text_only);
     Py_CLEAR(st->format_fallback);
+    Py_CLEAR(st->fstring_fallback);
 #ifdef HAVE_TEMPLATES
     Py_CLEAR(st->template_type);
     Py_CLEAR(st->interpolation_type);

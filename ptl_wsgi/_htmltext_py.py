@@ -149,7 +149,7 @@ def contextual_htmlformat(template: Any, /) -> Any:
     fallback (contextual formatting)."""
     if not _contextual:
         raise RuntimeError("contextual_htmlformat(): set_htmlformat() first")
-    text_only, fallback = _contextual
+    text_only, fallback, _ = _contextual
     if _is_template(template) and text_only.get(template.strings) is True:
         out: list[str] = []
         _contextual_markup(template, text_only, fallback, out)
@@ -157,7 +157,23 @@ def contextual_htmlformat(template: Any, /) -> Any:
     return fallback(template)
 
 
-def _contextual_markup(template: Any, text_only: Any, fallback: Any, out: list[str]) -> None:
+def contextual_fstring(template: Any, /) -> Any:
+    """:func:`contextual_htmlformat` with the t-string's own lists, tuples and generators
+    one value each (their ``format()``), as in an ``[html]`` f-string; a t-string not
+    marked goes to :func:`set_htmlformat`'s third callable."""
+    if not _contextual or _contextual[2] is None:
+        raise RuntimeError("contextual_fstring(): set_htmlformat() with its third argument first")
+    text_only, fallback, fstring_fallback = _contextual
+    if _is_template(template) and text_only.get(template.strings) is True:
+        out: list[str] = []
+        _contextual_markup(template, text_only, fallback, out, join=False)
+        return _new_str(_htmltext, "".join(out))
+    return fstring_fallback(template)
+
+
+def _contextual_markup(
+    template: Any, text_only: Any, fallback: Any, out: list[str], join: bool = True
+) -> None:
     # In a text-only t-string every value lands in text (or a quoted plain attribute).
     if text_only.get(template.strings) is not True:
         markup = fallback(template)
@@ -178,7 +194,7 @@ def _contextual_markup(template: Any, text_only: Any, fallback: Any, out: list[s
         spec = interpolation.format_spec
         if conversion is not None:
             out.append(_converted_markup(value, conversion, spec))
-        elif not spec and type(value) in _ITEMS:
+        elif join and not spec and type(value) in _ITEMS:
             _join_markup(value, text_only, fallback, out)
         elif _is_template(value):
             if spec:
@@ -203,12 +219,18 @@ def _join_markup(items: Any, text_only: Any, fallback: Any, out: list[str]) -> N
             out.append(format_field(item, -1, ""))
 
 
-def set_htmlformat(text_only: dict[Any, bool], fallback: Any, /) -> None:
+def set_htmlformat(
+    text_only: dict[Any, bool], fallback: Any, fstring_fallback: Any = None, /
+) -> None:
     """The dict of text-only strings and the formatting of every other t-string, for
-    :func:`contextual_htmlformat`."""
-    if type(text_only) is not dict or not callable(fallback):
-        raise TypeError("set_htmlformat() takes a dict and a callable")
-    _contextual[:] = [text_only, fallback]
+    :func:`contextual_htmlformat` (and :func:`contextual_fstring`)."""
+    if (
+        type(text_only) is not dict
+        or not callable(fallback)
+        or (fstring_fallback is not None and not callable(fstring_fallback))
+    ):
+        raise TypeError("set_htmlformat() takes a dict and a callable (and another callable)")
+    _contextual[:] = [text_only, fallback, fstring_fallback]
 
 
 def stringify(value: Any, /) -> str:

@@ -48,7 +48,9 @@ def twins_with_fallback(twins: Any) -> Any:
         impl.module.set_htmlformat(text_only, fallback)
     yield twins, text_only, fell_back
     for impl in twins:
-        impl.module.set_htmlformat(html._text_only_strings, html._htmlformat_in_context)
+        impl.module.set_htmlformat(
+            html._text_only_strings, html._htmlformat_in_context, html._fstring_in_context
+        )
 
 
 def test_set_htmlformat_takes_a_dict_and_a_callable(twins: Any) -> None:

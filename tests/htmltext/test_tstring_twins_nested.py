@@ -12,6 +12,7 @@ so that this file parses before 3.14.
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import contextmanager
 from typing import Any
@@ -45,7 +46,7 @@ def t(*parts: Any) -> Any:
     )
 
 
-def engine(impl: Any) -> Any:
+def engine(impl: Any, join_items: bool = True) -> Any:
     """The escaping engine's formatting of a t-string with *impl*'s escapers, as markup."""
     from ptl_wsgi.escaping.escapers import for_class
     from ptl_wsgi.escaping.planner import contextual_format
@@ -53,7 +54,7 @@ def engine(impl: Any) -> Any:
     escapers = for_class(impl.htmltext, impl.module)
 
     def formatted(template: Any) -> Any:
-        return impl.htmltext(contextual_format(template, escapers, impl.format_field))
+        return impl.htmltext(contextual_format(template, escapers, impl.format_field, join_items))
 
     return formatted
 
@@ -78,8 +79,8 @@ def engine_as_fallback(twins: Any) -> Any:
     text_only: dict[Any, bool] = {}
     fell_back: list[Any] = []
 
-    def fallback_of(impl: Any) -> Any:
-        formatted = engine(impl)
+    def fallback_of(impl: Any, join_items: bool = True) -> Any:
+        formatted = engine(impl, join_items)
 
         def fallback(template: Any) -> Any:
             fell_back.append(template)
@@ -89,11 +90,15 @@ def engine_as_fallback(twins: Any) -> Any:
 
     try:
         for impl in twins:
-            impl.module.set_htmlformat(text_only, fallback_of(impl))
+            impl.module.set_htmlformat(
+                text_only, fallback_of(impl), fallback_of(impl, join_items=False)
+            )
         yield twins, text_only, fell_back
     finally:
         for impl in twins:
-            impl.module.set_htmlformat(html._text_only_strings, html._htmlformat_in_context)
+            impl.module.set_htmlformat(
+                html._text_only_strings, html._htmlformat_in_context, html._fstring_in_context
+            )
 
 
 @pytest.fixture
@@ -200,6 +205,28 @@ def test_a_nested_t_string_with_a_spec_is_markup_padded(twins_with_engine: Any) 
     assert fell_back == []
 
 
+def test_html_fstring_keeps_its_own_items_one_value(twins_with_engine: Any) -> None:
+    # As in an [html] f-string: the list is its format(), escaped; a nested t-string's
+    # own list is still joined.
+    twins, text_only, fell_back = twins_with_engine
+    for impl in twins:
+        inner = t("<b>", ["<x>", 1], "</b>")
+        page = t("<p>", ["<a>", inner], "|", inner, "</p>")
+        marks(text_only, page, inner)
+        assert str(impl.module.contextual_fstring(page)) == (
+            "<p>[&#x27;&lt;a&gt;&#x27;, Template(strings=(&#x27;&lt;b&gt;&#x27;, "
+            "&#x27;&lt;/b&gt;&#x27;), interpolations=(Interpolation([&#x27;&lt;x&gt;&#x27;, 1], "
+            "&#x27;x&#x27;, None, &#x27;&#x27;),))]|<b>&lt;x&gt;1</b></p>"
+        )
+        link = t('<a href="', ["/a", "b"], '">x</a>')
+        assert str(impl.module.contextual_fstring(link)) == str(engine(impl, False)(link))
+        assert fell_back[-1] is link
+    with pytest.raises(RuntimeError, match="third argument"):
+        for impl in twins:
+            impl.module.set_htmlformat(text_only, print)
+            impl.module.contextual_fstring(t("<p>", 1, "</p>"))
+
+
 # -- hostile values -------------------------------------------------------------------
 
 
@@ -278,7 +305,9 @@ def test_a_fallback_that_returns_no_str_is_a_type_error(twins: Any) -> None:
                 impl.module.contextual_htmlformat(page)
     finally:
         for impl in twins:
-            impl.module.set_htmlformat(html._text_only_strings, html._htmlformat_in_context)
+            impl.module.set_htmlformat(
+                html._text_only_strings, html._htmlformat_in_context, html._fstring_in_context
+            )
 
 
 def test_the_public_h_renders_nested_lists_the_same_twice() -> None:
@@ -367,7 +396,8 @@ def outcome(operation: Any) -> Any:
         result = operation()
     except Exception as exc:
         return ("raises", type(exc).__name__)
-    return ("markup", str(result))
+    # (A generator's repr, one value in html_fstring, names its address.)
+    return ("markup", re.sub(r" at 0x[0-9a-f]+", "", str(result)))
 
 
 @settings(max_examples=300)
@@ -383,3 +413,9 @@ def test_twins_give_the_engines_markup(twins: Any, desc: tuple) -> None:
                 lambda: impl.module.contextual_htmlformat(build(desc, impl, text_only))  # noqa: B023
             )
             assert got == expected, (impl.name, desc)
+            one_value = engine(impl, join_items=False)
+            expected = outcome(lambda: one_value(build(desc, impl, {})))  # noqa: B023
+            got = outcome(
+                lambda: impl.module.contextual_fstring(build(desc, impl, text_only))  # noqa: B023
+            )
+            assert got == expected, (impl.name, desc, "html_fstring")
