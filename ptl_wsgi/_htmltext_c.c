@@ -1177,6 +1177,18 @@ done:
 
 static PyObject *template_parts_markup(State *st, PyObject *template);
 
+/* A literal part of a Template as its characters (what "".join() reads), not the
+   str() that a str subclass could redefine; Template() takes str parts only. */
+static PyObject *
+literal_part(PyObject *literal)
+{
+    if (!PyUnicode_Check(literal)) {
+        PyErr_SetString(PyExc_TypeError, "htmlformat(): malformed Template");
+        return NULL;
+    }
+    return Py_NewRef(literal);
+}
+
 /* The markup text of a Template: literal parts trusted, interpolations by
    interpolation_markup().  Nested templates recurse: a RecursionError, as in
    the Python twin, rather than the end of the C stack. */
@@ -1216,7 +1228,7 @@ template_parts_markup(State *st, PyObject *template)
                                               st, PyTuple_GET_ITEM(interpolations, i - 1))) < 0) {
             goto done;
         }
-        if (pieces_push(&pieces, plain_text(PyTuple_GET_ITEM(strings, i))) < 0) {
+        if (pieces_push(&pieces, literal_part(PyTuple_GET_ITEM(strings, i))) < 0) {
             goto done;
         }
     }
@@ -2713,7 +2725,10 @@ done:
 static int
 push_fallback(State *st, Pieces *p, PyObject *template)
 {
-    PyObject *result = PyObject_CallOneArg(st->format_fallback, template);
+    /* Held: the call may run set_htmlformat(), which drops the state's reference. */
+    PyObject *fallback = Py_NewRef(st->format_fallback);
+    PyObject *result = PyObject_CallOneArg(fallback, template);
+    Py_DECREF(fallback);
     if (result != NULL && !PyUnicode_Check(result)) {
         PyErr_Format(PyExc_TypeError, "htmlformat()'s fallback returned %.200s, not str",
                      Py_TYPE(result)->tp_name);
@@ -2726,7 +2741,11 @@ push_fallback(State *st, Pieces *p, PyObject *template)
 static inline int
 marked_text_only(State *st, PyObject *strings)
 {
-    PyObject *flag = PyDict_GetItemWithError(st->text_only, strings); /* borrowed */
+    /* The dict is held: a str subclass's __hash__ or __eq__ in the strings may run
+       set_htmlformat(); the flag is only compared. */
+    PyObject *text_only = Py_NewRef(st->text_only);
+    PyObject *flag = PyDict_GetItemWithError(text_only, strings); /* borrowed */
+    Py_DECREF(text_only);
     return flag == Py_True ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
@@ -2764,7 +2783,7 @@ push_template(State *st, Pieces *p, PyObject *template, int join)
         if (PyUnicode_CheckExact(literal) && PyUnicode_GET_LENGTH(literal) == 0) {
             continue;
         }
-        if (pieces_push(p, plain_text(literal)) < 0) {
+        if (pieces_push(p, literal_part(literal)) < 0) {
             goto done;
         }
     }
@@ -2792,29 +2811,39 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
                              : "contextual_fstring(): set_htmlformat() with its third argument first");
         return NULL;
     }
+    /* Held from here: the strings' __hash__ (a str subclass's), the formatting and the
+       fallback itself may run set_htmlformat(), which drops the state's reference. */
+    Py_INCREF(fallback);
+    PyObject *result = NULL;
 #ifdef HAVE_TEMPLATES
     if (is_template(st, template)) {
         PyObject *strings = TEMPLATE_FIELD(st, template, strings);
         int marked = strings == NULL ? -1 : marked_text_only(st, strings);
         Py_XDECREF(strings);
         if (marked < 0) {
-            return NULL;
+            goto done;
         }
         if (marked) {
             Pieces pieces;
             pieces_init(&pieces);
             if (push_template(st, &pieces, template, join) < 0) {
                 pieces_clear(&pieces);
-                return NULL;
+                goto done;
             }
-            return new_text_steal(st, st->text_type, pieces_concat(&pieces));
+            result = new_text_steal(st, st->text_type, pieces_concat(&pieces));
+            goto done;
         }
     }
 #else
     (void)st;
     (void)join;
 #endif
-    return PyObject_CallOneArg(fallback, template);
+    result = PyObject_CallOneArg(fallback, template);
+#ifdef HAVE_TEMPLATES
+done:
+#endif
+    Py_DECREF(fallback);
+    return result;
 }
 
 static PyObject *

@@ -273,6 +273,38 @@ def test_a_list_changed_while_it_is_joined(twins_with_engine: Any) -> None:
         assert render(impl, page) == "<p>" + "<g>" * 4 + "</p>"
 
 
+def test_a_literal_part_is_its_characters_and_may_not_pull_the_state_away(
+    twins_with_engine: Any,
+) -> None:
+    # Literal parts are str, a subclass included: its characters are written (not its
+    # __str__), and its __hash__, run by the lookup of the marks, may replace the marks
+    # and the fallback in use (which the C twin must hold, not read again).
+    twins, text_only, fell_back = twins_with_engine
+
+    class Shouting(str):
+        def __str__(self) -> str:
+            return "<script>"
+
+    for impl in twins:
+        page = t(Shouting("<p>"), [t("<b>", 1, "</b>")], Shouting("</p>"))
+        marks(text_only, page, t("<b>", 1, "</b>"))
+        assert render(impl, page) == "<p><b>1</b></p>"
+        plain = str(impl.htmlformat(page))  # the twin's own: a list is one value there
+        assert plain.startswith("<p>[Template(strings=") and plain.endswith(")]</p>")
+
+        class Rebinding(str):
+            def __hash__(self, impl: Any = impl) -> int:
+                impl.module.set_htmlformat({}, lambda template: impl.htmltext("<new>"))
+                return str.__hash__(self)
+
+            __eq__ = str.__eq__
+
+        fell_back.clear()
+        page = t(Rebinding("<div>"), [t("<b>", 1, "</b>")], Rebinding("</div>"))
+        assert render(impl, page) == "<div><b>1</b></div>"  # by the fallback given before
+        assert fell_back == [page]
+
+
 def test_errors_in_items_propagate(twins_with_engine: Any) -> None:
     twins, text_only, _ = twins_with_engine
 
