@@ -428,8 +428,8 @@ def outcome(operation: Any) -> Any:
         result = operation()
     except Exception as exc:
         return ("raises", type(exc).__name__)
-    # (A generator's repr, one value in html_fstring, names its address.)
-    return ("markup", re.sub(r" at 0x[0-9a-f]+", "", str(result)))
+    # (A generator's repr, one value in html_fstring or a URL, names its address.)
+    return ("markup", re.sub(r"(?: |%20)at(?: |%20)0x[0-9a-f]+", "", str(result)))
 
 
 @settings(max_examples=300)
