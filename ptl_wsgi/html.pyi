@@ -22,6 +22,7 @@ __all__ = [
     "htmlescape",
     "htmlformat",
     "H",
+    "html_fstring",
     "stringify",
     "TemplateIO",
     "html_join",
