@@ -417,6 +417,7 @@ str_of_call(PyObject *func, PyObject *arg)
 
 #ifdef HAVE_TEMPLATES
 static PyObject *template_markup(State *st, PyObject *template);
+static int marked_markup(State *st, PyObject *template, int join, PyObject **markup);
 
 static inline int
 is_template(State *st, PyObject *v)
@@ -462,8 +463,25 @@ markup_generic(State *st, PyObject *value)
     Py_XDECREF(html);
 #ifdef HAVE_TEMPLATES
     if (is_template(st, value)) {
-        /* Each value escaped for where it lands: the escaping engine's plan, through the
-           Python twin (a t-string made markup outside htmlformat is rare). */
+        /* Each value escaped for where it lands, as htmlformat() makes it: by this twin
+           if the engine marked its strings (out += t"..." in a TemplateIO, html_join),
+           else by the engine, through htmlformat()'s fallback, which marks them. */
+        PyObject *fallback = st->format_fallback;
+        if (fallback != NULL) {
+            PyObject *markup;
+            Py_INCREF(fallback); /* (held as in contextual_format()) */
+            int made = marked_markup(st, value, 1, &markup);
+            if (made == 0) {
+                markup = PyObject_CallOneArg(fallback, value);
+                if (markup != NULL && !PyUnicode_CheckExact(markup)) {
+                    Py_SETREF(markup, PyUnicode_Check(markup) ? PyUnicode_FromObject(markup)
+                                                              : PyObject_Str(markup));
+                }
+            }
+            Py_DECREF(fallback);
+            return made < 0 ? NULL : markup;
+        }
+        /* (This twin is not ptl_wsgi.html's: the engine, through the Python twin.) */
         PyObject *in_context = twin_attr(st, "_template_markup_in_context");
         if (in_context == NULL) {
             return NULL;
@@ -2816,35 +2834,48 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
     Py_INCREF(fallback);
     PyObject *result = NULL;
 #ifdef HAVE_TEMPLATES
-    if (is_template(st, template)) {
-        PyObject *strings = TEMPLATE_FIELD(st, template, strings);
-        int marked = strings == NULL ? -1 : marked_text_only(st, strings);
-        Py_XDECREF(strings);
-        if (marked < 0) {
-            goto done;
-        }
-        if (marked) {
-            Pieces pieces;
-            pieces_init(&pieces);
-            if (push_template(st, &pieces, template, join) < 0) {
-                pieces_clear(&pieces);
-                goto done;
-            }
-            result = new_text_steal(st, st->text_type, pieces_concat(&pieces));
-            goto done;
-        }
+    PyObject *markup;
+    int made = marked_markup(st, template, join, &markup);
+    if (made != 0) {
+        result = made < 0 ? NULL : new_text_steal(st, st->text_type, markup);
+        Py_DECREF(fallback);
+        return result;
     }
 #else
     (void)st;
     (void)join;
 #endif
     result = PyObject_CallOneArg(fallback, template);
-#ifdef HAVE_TEMPLATES
-done:
-#endif
     Py_DECREF(fallback);
     return result;
 }
+
+#ifdef HAVE_TEMPLATES
+/* A t-string's markup text as an exact str in *markup, if it is a Template whose
+   strings the engine marked as text-only (1); 0 if not (nothing made), -1 on error. */
+static int
+marked_markup(State *st, PyObject *template, int join, PyObject **markup)
+{
+    *markup = NULL;
+    if (!is_template(st, template)) {
+        return 0;
+    }
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
+    int marked = strings == NULL ? -1 : marked_text_only(st, strings);
+    Py_XDECREF(strings);
+    if (marked <= 0) {
+        return marked;
+    }
+    Pieces pieces;
+    pieces_init(&pieces);
+    if (push_template(st, &pieces, template, join) < 0) {
+        pieces_clear(&pieces);
+        return -1;
+    }
+    *markup = pieces_concat(&pieces);
+    return *markup == NULL ? -1 : 1;
+}
+#endif
 
 static PyObject *
 mod_contextual_htmlformat(PyObject *module, PyObject *template)

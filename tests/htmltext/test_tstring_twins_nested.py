@@ -227,6 +227,25 @@ def test_html_fstring_keeps_its_own_items_one_value(twins_with_engine: Any) -> N
             impl.module.contextual_fstring(t("<p>", 1, "</p>"))
 
 
+def test_a_t_string_made_markup_elsewhere_is_htmlformats(twins_with_engine: Any) -> None:
+    # htmlescape, html_join and TemplateIO take a t-string as markup, as htmlformat makes
+    # it; the C twin formats a marked one itself there too (out += t"..." in a loop).
+    twins, text_only, fell_back = twins_with_engine
+    for impl in twins:
+        page = t("<p>", [t("<b>", "<x>", "</b>")], "</p>")
+        marks(text_only, page, t("<b>", 0, "</b>"))
+        fell_back.clear()
+        out = impl.TemplateIO(html=True)
+        out += page
+        for markup in (impl.htmlescape(page), impl.html_join([page, None]), out.getvalue()):
+            assert type(markup) is impl.htmltext
+            assert str(markup) == "<p><b>&lt;x&gt;</b></p>"
+        assert fell_back == []
+        link = t('<a href="', "javascript:x", '">', "<y>", "</a>")
+        expected = '<a href="about:invalid#ptl-unsafe-url">&lt;y&gt;</a>'
+        assert str(impl.htmlescape(link)) == str(impl.html_join([link])) == expected
+
+
 # -- hostile values -------------------------------------------------------------------
 
 
