@@ -2743,6 +2743,10 @@ done:
 static int
 push_fallback(State *st, Pieces *p, PyObject *template)
 {
+    if (st->format_fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "contextual_htmlformat(): set_htmlformat() first");
+        return -1;
+    }
     /* Held: the call may run set_htmlformat(), which drops the state's reference. */
     PyObject *fallback = Py_NewRef(st->format_fallback);
     PyObject *result = PyObject_CallOneArg(fallback, template);
