@@ -48,11 +48,15 @@ typedef struct {
     PyTypeObject *escaper_type;     /* ContextualEscaper */
 #ifdef HAVE_TEMPLATES
     PyObject *template_type;        /* string.templatelib.Template */
+    PyObject *interpolation_type;   /* string.templatelib.Interpolation */
     PyObject *s_strings, *s_interpolations, *s_value, *s_conversion, *s_format_spec;
+    /* Where those fields are in the objects (member_offset()), or 0: use getattr. */
+    Py_ssize_t off_strings, off_interpolations, off_value, off_conversion, off_format_spec;
 #endif
     /* contextual_htmlformat(): the strings of text-only t-strings (a dict, the
-       escaping engine's) and what formats any other, both from set_htmlformat() */
-    PyObject *text_only, *format_fallback;
+       escaping engine's) and what formats any other, both from set_htmlformat(),
+       which may also give contextual_fstring()'s */
+    PyObject *text_only, *format_fallback, *fstring_fallback;
 } State;
 
 static struct PyModuleDef htmltext_module;
@@ -413,12 +417,35 @@ str_of_call(PyObject *func, PyObject *arg)
 
 #ifdef HAVE_TEMPLATES
 static PyObject *template_markup(State *st, PyObject *template);
+static int marked_markup(State *st, PyObject *template, int join, PyObject **markup);
 
 static inline int
 is_template(State *st, PyObject *v)
 {
     return (PyObject *)Py_TYPE(v) == st->template_type;
 }
+
+/* A field of a Template or an Interpolation (new reference): a load at the offset
+   that the type's member descriptor gives (read once, member_offset()), for an
+   object of exactly that type; getattr otherwise.  Both types are immutable: the
+   field cannot change under us.  Measured (benchmarks/tstrings.py --instructions):
+   the five getattrs of a one-value t-string were a tenth of its instructions. */
+static inline PyObject *
+field_of(PyObject *obj, PyObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (offset > 0 && (PyObject *)Py_TYPE(obj) == type) {
+        PyObject *value = *(PyObject **)((char *)obj + offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+#define TEMPLATE_FIELD(st, obj, name) \
+    field_of((obj), (st)->template_type, (st)->off_##name, (st)->s_##name)
+#define INTERPOLATION_FIELD(st, obj, name) \
+    field_of((obj), (st)->interpolation_type, (st)->off_##name, (st)->s_##name)
 #endif
 
 /* markup_of() for anything but an exact str or the registered class. */
@@ -436,8 +463,25 @@ markup_generic(State *st, PyObject *value)
     Py_XDECREF(html);
 #ifdef HAVE_TEMPLATES
     if (is_template(st, value)) {
-        /* Each value escaped for where it lands: the escaping engine's plan, through the
-           Python twin (a t-string made markup outside htmlformat is rare). */
+        /* Each value escaped for where it lands, as htmlformat() makes it: by this twin
+           if the engine marked its strings (out += t"..." in a TemplateIO, html_join),
+           else by the engine, through htmlformat()'s fallback, which marks them. */
+        PyObject *fallback = st->format_fallback;
+        if (fallback != NULL) {
+            PyObject *markup;
+            Py_INCREF(fallback); /* (held as in contextual_format()) */
+            int made = marked_markup(st, value, 1, &markup);
+            if (made == 0) {
+                markup = PyObject_CallOneArg(fallback, value);
+                if (markup != NULL && !PyUnicode_CheckExact(markup)) {
+                    Py_SETREF(markup, PyUnicode_Check(markup) ? PyUnicode_FromObject(markup)
+                                                              : PyObject_Str(markup));
+                }
+            }
+            Py_DECREF(fallback);
+            return made < 0 ? NULL : markup;
+        }
+        /* (This twin is not ptl_wsgi.html's: the engine, through the Python twin.) */
         PyObject *in_context = twin_attr(st, "_template_markup_in_context");
         if (in_context == NULL) {
             return NULL;
@@ -1089,6 +1133,29 @@ not_a_template(PyObject *value)
 }
 
 #ifdef HAVE_TEMPLATES
+/* A converted field's markup: `value` converted (!r, !s, !a), formatted with
+   `spec` and escaped, as format_field() does with a conversion code. */
+static PyObject *
+converted_markup(PyObject *value, PyObject *conversion, PyObject *spec)
+{
+    PyObject *converted = NULL;
+    if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
+        converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
+    }
+    if (converted == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
+        }
+        return NULL;
+    }
+    PyObject *formatted = format_with(converted, spec);
+    Py_DECREF(converted);
+    if (formatted != NULL && !PyUnicode_CheckExact(formatted)) {
+        Py_SETREF(formatted, PyObject_Str(formatted));
+    }
+    return formatted == NULL ? NULL : escape_steal(formatted);
+}
+
 /* One interpolation's markup, as the same f-string field in a template: a
    nested Template with no conversion and no spec is formatted as markup; with
    no conversion, format_field(value, -1, spec) (markup is kept, the spec
@@ -1096,9 +1163,9 @@ not_a_template(PyObject *value)
 static PyObject *
 interpolation_markup(State *st, PyObject *interpolation)
 {
-    PyObject *value = PyObject_GetAttr(interpolation, st->s_value);
-    PyObject *conversion = value == NULL ? NULL : PyObject_GetAttr(interpolation, st->s_conversion);
-    PyObject *spec = conversion == NULL ? NULL : PyObject_GetAttr(interpolation, st->s_format_spec);
+    PyObject *value = INTERPOLATION_FIELD(st, interpolation, value);
+    PyObject *conversion = value == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, conversion);
+    PyObject *spec = conversion == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, format_spec);
     PyObject *result = NULL;
     if (spec == NULL) {
         goto done;
@@ -1117,22 +1184,7 @@ interpolation_markup(State *st, PyObject *interpolation)
         }
         goto done;
     }
-    PyObject *converted = NULL;
-    if (PyUnicode_Check(conversion) && PyUnicode_GET_LENGTH(conversion) == 1) {
-        converted = convert(value, (long)PyUnicode_READ_CHAR(conversion, 0));
-    }
-    if (converted == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "htmlformat(): unknown conversion %R", conversion);
-        }
-        goto done;
-    }
-    Py_SETREF(value, converted);
-    PyObject *formatted = format_with(value, spec);
-    if (formatted != NULL && !PyUnicode_CheckExact(formatted)) {
-        Py_SETREF(formatted, PyObject_Str(formatted));
-    }
-    result = formatted == NULL ? NULL : escape_steal(formatted);
+    result = converted_markup(value, conversion, spec);
 
 done:
     Py_XDECREF(value);
@@ -1142,6 +1194,18 @@ done:
 }
 
 static PyObject *template_parts_markup(State *st, PyObject *template);
+
+/* A literal part of a Template as its characters (what "".join() reads), not the
+   str() that a str subclass could redefine; Template() takes str parts only. */
+static PyObject *
+literal_part(PyObject *literal)
+{
+    if (!PyUnicode_Check(literal)) {
+        PyErr_SetString(PyExc_TypeError, "htmlformat(): malformed Template");
+        return NULL;
+    }
+    return Py_NewRef(literal);
+}
 
 /* The markup text of a Template: literal parts trusted, interpolations by
    interpolation_markup().  Nested templates recurse: a RecursionError, as in
@@ -1163,9 +1227,8 @@ template_markup(State *st, PyObject *template)
 static PyObject *
 template_parts_markup(State *st, PyObject *template)
 {
-    PyObject *strings = PyObject_GetAttr(template, st->s_strings);
-    PyObject *interpolations =
-        strings == NULL ? NULL : PyObject_GetAttr(template, st->s_interpolations);
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
+    PyObject *interpolations = strings == NULL ? NULL : TEMPLATE_FIELD(st, template, interpolations);
     PyObject *result = NULL;
     Pieces pieces;
     pieces_init(&pieces);
@@ -1183,7 +1246,7 @@ template_parts_markup(State *st, PyObject *template)
                                               st, PyTuple_GET_ITEM(interpolations, i - 1))) < 0) {
             goto done;
         }
-        if (pieces_push(&pieces, plain_text(PyTuple_GET_ITEM(strings, i))) < 0) {
+        if (pieces_push(&pieces, literal_part(PyTuple_GET_ITEM(strings, i))) < 0) {
             goto done;
         }
     }
@@ -2543,80 +2606,309 @@ mod_loop_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* Whether a Template's every value lands in text, by the escaping engine's
-   plan of its strings (st->text_only), and no value is one that the plan's
-   formatting must look into (a nested Template, items to join): 1 if so, 0
-   if not, -1 on an error. */
+/* contextual_htmlformat()'s own formatting.  The escaping engine marks, in
+   st->text_only, the strings of t-strings whose every value lands in text or a
+   quoted plain attribute (planner.plan(); never one with a CSP nonce); for those
+   the twin does what the engine's contextual_format() does there, nested
+   t-strings and items included, into one Pieces for the whole output.  A nested
+   t-string whose strings are not marked is formatted by the fallback (the
+   engine), alone: generators already consumed are not started again. */
 #ifdef HAVE_TEMPLATES
-static int
-text_only_template(State *st, PyObject *template)
+static int push_template(State *st, Pieces *p, PyObject *template, int join);
+
+/* Whether spec is "" (1), not (0), or -1 on an error. */
+static inline int
+spec_is_empty(PyObject *spec)
 {
-    PyObject *strings = PyObject_GetAttr(template, st->s_strings);
+    if (PyUnicode_CheckExact(spec)) {
+        return PyUnicode_GET_LENGTH(spec) == 0;
+    }
+    return PyObject_Not(spec);
+}
+
+/* What planner.is_items() says: exactly a list, a tuple or a generator. */
+static inline int
+is_items(PyObject *value)
+{
+    return PyList_CheckExact(value) || PyTuple_CheckExact(value) || PyGen_CheckExact(value);
+}
+
+/* format_field(value, -1, "") pushed: markup kept, anything else escaped. */
+static int
+push_value(State *st, Pieces *p, PyObject *value)
+{
+    /* For these format(value, "") is str(value), which pieces_push_markup() escapes
+       (a 1-byte str while the result is written, an int as its digits). */
+    if (PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+        is_registered_text(st, value)) {
+        return pieces_push_markup(st, p, value);
+    }
+    return pieces_push(p, field_markup(st, value, st->empty));
+}
+
+/* A nested t-string's markup pushed, with `spec` (NULL: none) applied to it as
+   to any markup; recursion is bounded as Python's own is. */
+static int
+push_nested(State *st, Pieces *p, PyObject *template, PyObject *spec)
+{
+    if (Py_EnterRecursiveCall(" while formatting a t-string")) {
+        return -1;
+    }
+    int status;
+    if (spec == NULL) {
+        status = push_template(st, p, template, 1);
+    }
+    else {
+        Pieces inner;
+        pieces_init(&inner);
+        status = push_template(st, &inner, template, 1);
+        if (status < 0) {
+            pieces_clear(&inner);
+        }
+        else {
+            PyObject *text = pieces_concat(&inner);
+            PyObject *formatted = text == NULL ? NULL : format_markup(st, text, spec);
+            Py_XDECREF(text);
+            status = pieces_push(p, formatted);
+        }
+    }
+    Py_LeaveRecursiveCall();
+    return status;
+}
+
+/* Items in text: each item as a lone value there (a nested t-string by its own
+   contexts, markup kept, anything else escaped), nested items flattened. */
+static int
+push_items(State *st, Pieces *p, PyObject *items)
+{
+    if (Py_EnterRecursiveCall(" while joining a t-string's items")) {
+        return -1;
+    }
+    Items it;
+    PyObject *item;
+    int status = items_init(&it, items);
+    while (status == 0 && (status = items_next(&it, &item)) > 0) {
+        status = is_items(item)          ? push_items(st, p, item)
+                 : is_template(st, item) ? push_nested(st, p, item, NULL)
+                                         : push_value(st, p, item);
+        Py_DECREF(item);
+    }
+    items_clear(&it);
+    Py_LeaveRecursiveCall();
+    return status < 0 ? -1 : 0;
+}
+
+/* One interpolation of a text-only t-string, as contextual_format() formats it;
+   items are joined if `join`, else one value (contextual_fstring()). */
+static int
+push_interpolation(State *st, Pieces *p, PyObject *interpolation, int join)
+{
+    PyObject *value = INTERPOLATION_FIELD(st, interpolation, value);
+    PyObject *conversion = value == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, conversion);
+    PyObject *spec = conversion == NULL ? NULL : INTERPOLATION_FIELD(st, interpolation, format_spec);
+    int status = -1;
+    if (spec == NULL) {
+        goto done;
+    }
+    if (conversion != Py_None) {
+        status = pieces_push(p, converted_markup(value, conversion, spec));
+        goto done;
+    }
+    int empty = spec_is_empty(spec);
+    if (empty < 0) {
+        goto done;
+    }
+    if (empty && join && is_items(value)) {
+        status = push_items(st, p, value);
+    }
+    else if (is_template(st, value)) {
+        status = push_nested(st, p, value, empty ? NULL : spec);
+    }
+    else if (empty) {
+        status = push_value(st, p, value);
+    }
+    else {
+        status = pieces_push(p, field_markup(st, value, spec));
+    }
+
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(conversion);
+    Py_XDECREF(spec);
+    return status;
+}
+
+/* The fallback's markup of a t-string the twin does not format (pushed as it is:
+   an htmltext is read as its characters). */
+static int
+push_fallback(State *st, Pieces *p, PyObject *template)
+{
+    if (st->format_fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "contextual_htmlformat(): set_htmlformat() first");
+        return -1;
+    }
+    /* Held: the call may run set_htmlformat(), which drops the state's reference. */
+    PyObject *fallback = Py_NewRef(st->format_fallback);
+    PyObject *result = PyObject_CallOneArg(fallback, template);
+    Py_DECREF(fallback);
+    if (result != NULL && !PyUnicode_Check(result)) {
+        PyErr_Format(PyExc_TypeError, "htmlformat()'s fallback returned %.200s, not str",
+                     Py_TYPE(result)->tp_name);
+        Py_CLEAR(result);
+    }
+    return pieces_push(p, result);
+}
+
+/* 1 if the engine marked `strings` as a text-only t-string's, 0 if not, -1 on error. */
+static inline int
+marked_text_only(State *st, PyObject *strings)
+{
+    /* The dict is held: a str subclass's __hash__ or __eq__ in the strings may run
+       set_htmlformat(); the flag is only compared. */
+    PyObject *text_only = Py_NewRef(st->text_only);
+    PyObject *flag = PyDict_GetItemWithError(text_only, strings); /* borrowed */
+    Py_DECREF(text_only);
+    return flag == Py_True ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+/* A t-string's markup pushed: by the twin if its strings are marked text-only,
+   else by the fallback; its own items joined if `join`. */
+static int
+push_template(State *st, Pieces *p, PyObject *template, int join)
+{
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
     if (strings == NULL) {
         return -1;
     }
-    PyObject *flag = PyDict_GetItemWithError(st->text_only, strings); /* borrowed */
-    Py_DECREF(strings);
-    if (flag != Py_True) {
-        return PyErr_Occurred() ? -1 : 0;
+    int marked = marked_text_only(st, strings);
+    if (marked <= 0) {
+        Py_DECREF(strings);
+        return marked < 0 ? -1 : push_fallback(st, p, template);
     }
-    PyObject *interpolations = PyObject_GetAttr(template, st->s_interpolations);
+    PyObject *interpolations = TEMPLATE_FIELD(st, template, interpolations);
+    int status = -1;
     if (interpolations == NULL) {
-        return -1;
+        goto done;
     }
-    int plain = PyTuple_CheckExact(interpolations);
-    for (Py_ssize_t i = 0; plain && i < PyTuple_GET_SIZE(interpolations); i++) {
-        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(interpolations, i), st->s_value);
-        if (value == NULL) {
-            Py_DECREF(interpolations);
-            return -1;
+    /* A Template's own invariant: n interpolations between n + 1 strings. */
+    if (!PyTuple_CheckExact(strings) || !PyTuple_CheckExact(interpolations) ||
+        PyTuple_GET_SIZE(strings) != PyTuple_GET_SIZE(interpolations) + 1) {
+        PyErr_SetString(PyExc_TypeError, "htmlformat(): malformed Template");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(strings); i++) {
+        if (i > 0 &&
+            push_interpolation(st, p, PyTuple_GET_ITEM(interpolations, i - 1), join) < 0) {
+            goto done;
         }
-        plain = !(is_template(st, value) || PyList_CheckExact(value) ||
-                  PyTuple_CheckExact(value) || PyGen_CheckExact(value));
-        Py_DECREF(value);
+        PyObject *literal = PyTuple_GET_ITEM(strings, i);
+        if (PyUnicode_CheckExact(literal) && PyUnicode_GET_LENGTH(literal) == 0) {
+            continue;
+        }
+        if (pieces_push(p, literal_part(literal)) < 0) {
+            goto done;
+        }
     }
-    Py_DECREF(interpolations);
-    return plain;
+    status = 0;
+
+done:
+    Py_DECREF(strings);
+    Py_XDECREF(interpolations);
+    return status;
 }
 #endif
 
-/* htmlformat() of ptl_wsgi.html: a t-string whose values all land in text (the
-   escaping engine said so of its strings before) is formatted here, as the
-   twin's htmlformat() does; anything else by the fallback, the engine's
-   contextual formatting.  Measured (benchmarks/tstrings.py, 3.14): the same
-   checks in Python took 3x the time of the formatting. */
+/* htmlformat() of ptl_wsgi.html (join 1) and html_fstring() (join 0: the
+   t-string's own items are one value each, as in an [html] f-string): a t-string
+   whose strings the escaping engine marked as text-only is formatted here
+   (push_template()), nested t-strings and items included; anything else by the
+   fallback, the engine's contextual formatting.  Measured (benchmarks/tstrings.py,
+   3.14): the same checks in Python took 3x the time of the formatting. */
+static PyObject *
+contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
+{
+    if (fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        join ? "contextual_htmlformat(): set_htmlformat() first"
+                             : "contextual_fstring(): set_htmlformat() with its third argument first");
+        return NULL;
+    }
+    /* Held from here: the strings' __hash__ (a str subclass's), the formatting and the
+       fallback itself may run set_htmlformat(), which drops the state's reference. */
+    Py_INCREF(fallback);
+    PyObject *result = NULL;
+#ifdef HAVE_TEMPLATES
+    PyObject *markup;
+    int made = marked_markup(st, template, join, &markup);
+    if (made != 0) {
+        result = made < 0 ? NULL : new_text_steal(st, st->text_type, markup);
+        Py_DECREF(fallback);
+        return result;
+    }
+#else
+    (void)st;
+    (void)join;
+#endif
+    result = PyObject_CallOneArg(fallback, template);
+    Py_DECREF(fallback);
+    return result;
+}
+
+#ifdef HAVE_TEMPLATES
+/* A t-string's markup text as an exact str in *markup, if it is a Template whose
+   strings the engine marked as text-only (1); 0 if not (nothing made), -1 on error. */
+static int
+marked_markup(State *st, PyObject *template, int join, PyObject **markup)
+{
+    *markup = NULL;
+    if (!is_template(st, template)) {
+        return 0;
+    }
+    PyObject *strings = TEMPLATE_FIELD(st, template, strings);
+    int marked = strings == NULL ? -1 : marked_text_only(st, strings);
+    Py_XDECREF(strings);
+    if (marked <= 0) {
+        return marked;
+    }
+    Pieces pieces;
+    pieces_init(&pieces);
+    if (push_template(st, &pieces, template, join) < 0) {
+        pieces_clear(&pieces);
+        return -1;
+    }
+    *markup = pieces_concat(&pieces);
+    return *markup == NULL ? -1 : 1;
+}
+#endif
+
 static PyObject *
 mod_contextual_htmlformat(PyObject *module, PyObject *template)
 {
     State *st = module_state(module);
-    if (st->format_fallback == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "contextual_htmlformat(): set_htmlformat() first");
-        return NULL;
-    }
-#ifdef HAVE_TEMPLATES
-    if (is_template(st, template)) {
-        int fast = text_only_template(st, template);
-        if (fast < 0) {
-            return NULL;
-        }
-        if (fast) {
-            return new_text_steal(st, st->text_type, template_markup(st, template));
-        }
-    }
-#endif
-    return PyObject_CallOneArg(st->format_fallback, template);
+    return contextual_format(st, template, st->format_fallback, 1);
+}
+
+static PyObject *
+mod_contextual_fstring(PyObject *module, PyObject *template)
+{
+    State *st = module_state(module);
+    return contextual_format(st, template, st->fstring_fallback, 0);
 }
 
 static PyObject *
 mod_set_htmlformat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "set_htmlformat() takes a dict and a callable");
+    if (nargs < 2 || nargs > 3 || !PyDict_CheckExact(args[0]) || !PyCallable_Check(args[1]) ||
+        (nargs == 3 && args[2] != Py_None && !PyCallable_Check(args[2]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "set_htmlformat() takes a dict and a callable (and another callable)");
         return NULL;
     }
     State *st = module_state(module);
     Py_XSETREF(st->text_only, Py_NewRef(args[0]));
     Py_XSETREF(st->format_fallback, Py_NewRef(args[1]));
+    Py_XSETREF(st->fstring_fallback,
+               nargs == 3 && args[2] != Py_None ? Py_NewRef(args[2]) : NULL);
     Py_RETURN_NONE;
 }
 
@@ -2666,11 +2958,15 @@ static PyMethodDef module_methods[] = {
                "pattern's last and first parts between items.")},
     {"contextual_htmlformat", mod_contextual_htmlformat, METH_O,
      PyDoc_STR("A t-string as htmltext: one whose strings set_htmlformat()'s dict marks as "
-               "text-only, without nested templates or items, formatted here; any other by "
+               "text-only formatted here, nested t-strings and items included; any other by "
                "the fallback.")},
+    {"contextual_fstring", mod_contextual_fstring, METH_O,
+     PyDoc_STR("contextual_htmlformat() with the t-string's own items one value each, as in an "
+               "[html] f-string; any t-string not marked by the third fallback.")},
     {"set_htmlformat", CFUNC(mod_set_htmlformat), METH_FASTCALL,
-     PyDoc_STR("set_htmlformat(text_only, fallback): the dict of text-only strings and the "
-               "formatting of every other t-string, for contextual_htmlformat().")},
+     PyDoc_STR("set_htmlformat(text_only, fallback[, fstring_fallback]): the dict of text-only "
+               "strings and the formatting of every other t-string, for contextual_htmlformat() "
+               "(and contextual_fstring()).")},
     {"contextual_escaper", CFUNC(mod_contextual_escaper), METH_FASTCALL,
      PyDoc_STR("contextual_escaper(cls, reference, plan, output=False): the escaper of one "
                "context, answering common values from plan() and calling reference for the "
@@ -2695,8 +2991,10 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->escaper_type);
     Py_VISIT(st->text_only);
     Py_VISIT(st->format_fallback);
+    Py_VISIT(st->fstring_fallback);
 #ifdef HAVE_TEMPLATES
     Py_VISIT(st->template_type);
+    Py_VISIT(st->interpolation_type);
 #endif
     return 0;
 }
@@ -2716,8 +3014,10 @@ module_clear(PyObject *module)
     Py_CLEAR(st->escaper_type);
     Py_CLEAR(st->text_only);
     Py_CLEAR(st->format_fallback);
+    Py_CLEAR(st->fstring_fallback);
 #ifdef HAVE_TEMPLATES
     Py_CLEAR(st->template_type);
+    Py_CLEAR(st->interpolation_type);
     Py_CLEAR(st->s_strings);
     Py_CLEAR(st->s_interpolations);
     Py_CLEAR(st->s_value);
@@ -2756,6 +3056,32 @@ intern(PyObject **slot, const char *text)
     return *slot == NULL ? -1 : 0;
 }
 
+#ifdef HAVE_TEMPLATES
+/* The offset of `type`'s field `name` when the type declares it as a read-only
+   object member of its own (string.templatelib's types do, in 3.14), else 0: the
+   field is then read by getattr.  -1 on an error. */
+static Py_ssize_t
+member_offset(PyObject *type, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(type, name);
+    if (descr == NULL) {
+        return -1;
+    }
+    Py_ssize_t offset = 0;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+        (PyObject *)((PyMemberDescrObject *)descr)->d_common.d_type == type) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == Py_T_OBJECT_EX &&
+            (member->flags & Py_READONLY) && member->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            member->offset <= ((PyTypeObject *)type)->tp_basicsize - (Py_ssize_t)sizeof(PyObject *)) {
+            offset = member->offset;
+        }
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+#endif
+
 static int
 module_exec(PyObject *module)
 {
@@ -2793,20 +3119,38 @@ module_exec(PyObject *module)
         return -1;
     }
 #ifdef HAVE_TEMPLATES
-    /* The type of a t-string, from an empty one: importing string.templatelib
-       would load the string package into every process that renders. */
+    /* The types of a t-string and its interpolations, from a small one: importing
+       string.templatelib would load the string package into every process that renders. */
     PyObject *globals = PyDict_New();
-    PyObject *empty = globals == NULL ? NULL : PyRun_String("t''", Py_eval_input, globals, globals);
+    PyObject *small = globals == NULL ? NULL : PyRun_String("t'{0}'", Py_eval_input, globals, globals);
     Py_XDECREF(globals);
-    if (empty == NULL) {
+    if (small == NULL) {
         return -1;
     }
-    st->template_type = Py_NewRef((PyObject *)Py_TYPE(empty));
-    Py_DECREF(empty);
+    st->template_type = Py_NewRef((PyObject *)Py_TYPE(small));
+    PyObject *interpolations = PyObject_GetAttrString(small, "interpolations");
+    Py_DECREF(small);
+    if (interpolations == NULL) {
+        return -1;
+    }
+    if (!PyTuple_CheckExact(interpolations) || PyTuple_GET_SIZE(interpolations) != 1) {
+        Py_DECREF(interpolations);
+        PyErr_SetString(PyExc_RuntimeError, "t'{0}' has not one interpolation");
+        return -1;
+    }
+    st->interpolation_type = Py_NewRef((PyObject *)Py_TYPE(PyTuple_GET_ITEM(interpolations, 0)));
+    Py_DECREF(interpolations);
     if (intern(&st->s_strings, "strings") < 0 ||
         intern(&st->s_interpolations, "interpolations") < 0 || intern(&st->s_value, "value") < 0 ||
         intern(&st->s_conversion, "conversion") < 0 ||
         intern(&st->s_format_spec, "format_spec") < 0) {
+        return -1;
+    }
+    if ((st->off_strings = member_offset(st->template_type, st->s_strings)) < 0 ||
+        (st->off_interpolations = member_offset(st->template_type, st->s_interpolations)) < 0 ||
+        (st->off_value = member_offset(st->interpolation_type, st->s_value)) < 0 ||
+        (st->off_conversion = member_offset(st->interpolation_type, st->s_conversion)) < 0 ||
+        (st->off_format_spec = member_offset(st->interpolation_type, st->s_format_spec)) < 0) {
         return -1;
     }
 #endif

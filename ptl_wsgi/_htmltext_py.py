@@ -112,14 +112,16 @@ def _template_markup(template: Any) -> str:
             # As the same f-string field in a template: markup, its spec applied, is kept.
             out.append(format_field(value, -1, spec))
         else:
-            if conversion is not None:
-                convert = _CONVERSIONS.get(conversion)
-                if convert is None:
-                    raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
-                value = convert(value)
-            out.append(escape_str(str(format(value, spec))))
+            out.append(_converted_markup(value, conversion, spec))
         out.append(literal)
     return "".join(out)
+
+
+def _converted_markup(value: Any, conversion: str, spec: str) -> str:
+    convert = _CONVERSIONS.get(conversion)
+    if convert is None:
+        raise ValueError(f"htmlformat(): unknown conversion {conversion!r}")
+    return escape_str(str(format(convert(value), spec)))
 
 
 def htmlformat(template: Any, /) -> Any:
@@ -141,28 +143,94 @@ _ITEMS = (list, tuple, type(_ for _ in ()))
 
 def contextual_htmlformat(template: Any, /) -> Any:
     """``htmlformat()`` of ptl_wsgi.html: a t-string whose strings :func:`set_htmlformat`'s
-    dict marks as text-only, with no nested Template or items among its values, as
-    :func:`htmlformat` makes it; any other by the fallback (contextual formatting)."""
+    dict marks as text-only is formatted here as the escaping engine's
+    ``contextual_format`` formats it (nested t-strings and items included; a nested
+    t-string whose strings are not marked by the fallback, alone); any other by the
+    fallback (contextual formatting)."""
     if not _contextual:
         raise RuntimeError("contextual_htmlformat(): set_htmlformat() first")
-    text_only, fallback = _contextual
-    if (
-        _is_template(template)
-        and text_only.get(template.strings) is True
-        and not any(
-            _is_template(i.value) or type(i.value) in _ITEMS for i in template.interpolations
-        )
-    ):
-        return _new_str(_htmltext, _template_markup(template))
+    text_only, fallback, _ = _contextual
+    if _is_template(template) and text_only.get(template.strings) is True:
+        out: list[str] = []
+        _contextual_markup(template, text_only, fallback, out)
+        return _new_str(_htmltext, "".join(out))
     return fallback(template)
 
 
-def set_htmlformat(text_only: dict[Any, bool], fallback: Any, /) -> None:
+def contextual_fstring(template: Any, /) -> Any:
+    """:func:`contextual_htmlformat` with the t-string's own lists, tuples and generators
+    one value each (their ``format()``), as in an ``[html]`` f-string; a t-string not
+    marked goes to :func:`set_htmlformat`'s third callable."""
+    if not _contextual or _contextual[2] is None:
+        raise RuntimeError("contextual_fstring(): set_htmlformat() with its third argument first")
+    text_only, fallback, fstring_fallback = _contextual
+    if _is_template(template) and text_only.get(template.strings) is True:
+        out: list[str] = []
+        _contextual_markup(template, text_only, fallback, out, join=False)
+        return _new_str(_htmltext, "".join(out))
+    return fstring_fallback(template)
+
+
+def _contextual_markup(
+    template: Any, text_only: Any, fallback: Any, out: list[str], join: bool = True
+) -> None:
+    # In a text-only t-string every value lands in text (or a quoted plain attribute).
+    if text_only.get(template.strings) is not True:
+        markup = fallback(template)
+        if not isinstance(markup, str):
+            raise TypeError(f"htmlformat()'s fallback returned {type(markup).__name__}, not str")
+        out.append(markup)
+        return
+    strings = template.strings
+    interpolations = template.interpolations
+    if type(strings) is not tuple or type(interpolations) is not tuple:
+        raise TypeError("htmlformat(): malformed Template")
+    if len(strings) != len(interpolations) + 1:
+        raise TypeError("htmlformat(): malformed Template")
+    out.append(strings[0])
+    for interpolation, literal in zip(interpolations, strings[1:], strict=True):
+        value = interpolation.value
+        conversion = interpolation.conversion
+        spec = interpolation.format_spec
+        if conversion is not None:
+            out.append(_converted_markup(value, conversion, spec))
+        elif join and not spec and type(value) in _ITEMS:
+            _join_markup(value, text_only, fallback, out)
+        elif _is_template(value):
+            if spec:
+                nested: list[str] = []
+                _contextual_markup(value, text_only, fallback, nested)
+                out.append(format_field(_new_str(_htmltext, "".join(nested)), -1, spec))
+            else:
+                _contextual_markup(value, text_only, fallback, out)
+        else:
+            out.append(format_field(value, -1, spec))
+        out.append(literal)
+
+
+def _join_markup(items: Any, text_only: Any, fallback: Any, out: list[str]) -> None:
+    # Each item as a lone value in text: a t-string by its own contexts, markup kept.
+    for item in items:
+        if type(item) in _ITEMS:
+            _join_markup(item, text_only, fallback, out)
+        elif _is_template(item):
+            _contextual_markup(item, text_only, fallback, out)
+        else:
+            out.append(format_field(item, -1, ""))
+
+
+def set_htmlformat(
+    text_only: dict[Any, bool], fallback: Any, fstring_fallback: Any = None, /
+) -> None:
     """The dict of text-only strings and the formatting of every other t-string, for
-    :func:`contextual_htmlformat`."""
-    if type(text_only) is not dict or not callable(fallback):
-        raise TypeError("set_htmlformat() takes a dict and a callable")
-    _contextual[:] = [text_only, fallback]
+    :func:`contextual_htmlformat` (and :func:`contextual_fstring`)."""
+    if (
+        type(text_only) is not dict
+        or not callable(fallback)
+        or (fstring_fallback is not None and not callable(fstring_fallback))
+    ):
+        raise TypeError("set_htmlformat() takes a dict and a callable (and another callable)")
+    _contextual[:] = [text_only, fallback, fstring_fallback]
 
 
 def stringify(value: Any, /) -> str:

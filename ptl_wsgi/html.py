@@ -31,6 +31,7 @@ __all__ = [
     "htmlescape",
     "htmlformat",
     "H",
+    "html_fstring",
     "stringify",
     "TemplateIO",
     "html_join",
@@ -278,8 +279,9 @@ _text_only_strings: dict[tuple[str, ...], bool] = {}
 _MAX_TEXT_ONLY = 1024
 
 
-def _htmlformat_in_context(template: Any, /) -> Any:
-    """:func:`htmlformat` of a t-string the twin did not format itself."""
+def _htmlformat_in_context(template: Any, /, join_items: bool = True) -> Any:
+    """:func:`htmlformat` of a t-string the twin did not format itself (:func:`html_fstring`'s
+    without *join_items*)."""
     global _plan, _needs_context
     if _plan is None:
         # Imported here: the context engine (re) is not needed by a cached render.
@@ -295,20 +297,25 @@ def _htmlformat_in_context(template: Any, /) -> Any:
             if len(_text_only_strings) >= _MAX_TEXT_ONLY:
                 _text_only_strings.clear()  # literal parts come from code: a flood is not kept
             _text_only_strings[strings] = True
-        if not _needs_context(template):
+        if join_items and not _needs_context(template):
             return _twin_htmlformat(template)
     from ptl_wsgi.escaping.escapers import for_class
     from ptl_wsgi.escaping.planner import contextual_format
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
-    return htmltext(contextual_format(template, escapers, format_field))
+    return htmltext(contextual_format(template, escapers, format_field, join_items))
+
+
+def _fstring_in_context(template: Any, /) -> Any:
+    """:func:`html_fstring` of a t-string the twin did not format itself."""
+    return _htmlformat_in_context(template, False)
 
 
 def _in_nonce_scope() -> bool:
     return _nonce_used[0] and _nonce.get() is not None
 
 
-_active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context)
+_active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context, _fstring_in_context)
 
 #: A t-string as htmltext, each value escaped for the context it lands in.
 #:
@@ -329,6 +336,11 @@ _active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context)
 htmlformat = _twin_contextual_htmlformat
 #: Short for :func:`htmlformat`, as in Quixote: ``H(t"<b>{name}</b>")``.
 H = htmlformat
+#: A t-string as the same f-string in an ``[html]`` template makes it: :func:`htmlformat`,
+#: but a list, tuple or generator in one of its own fields is one value (its ``format()``,
+#: escaped), never its items joined.  ``ptl-wsgi convert --to-py`` writes the f-strings
+#: of ``[html]`` templates as ``html_fstring(t"...")`` (docs/tstrings.md).
+html_fstring = _active.module.contextual_fstring
 stringify = _active.stringify
 TemplateIO = _active.TemplateIO
 html_join = _active.html_join

@@ -22,6 +22,7 @@ __all__ = [
     "htmlescape",
     "htmlformat",
     "H",
+    "html_fstring",
     "stringify",
     "TemplateIO",
     "html_join",
@@ -115,10 +116,14 @@ if sys.version_info >= (3, 14):
     def H(template: Template, /) -> htmltext:
         """Short for :func:`htmlformat` (the same function)."""
 
+    def html_fstring(template: Template, /) -> htmltext:
+        """:func:`htmlformat`, with a list or tuple in a field one value, as in an f-string."""
+
 else:
     # No t-strings before Python 3.14: every call is a TypeError.
     def htmlformat(template: Never, /) -> htmltext: ...
     def H(template: Never, /) -> htmltext: ...
+    def html_fstring(template: Never, /) -> htmltext: ...
 
 def stringify(value: object, /) -> str: ...
 def html_join(parts: Iterable[object], /) -> htmltext: ...

@@ -118,7 +118,10 @@ def needs_context(template: Any) -> bool:
 
 
 def contextual_format(
-    template: Any, escapers: dict[str, Escaper], format_field: Callable[..., Any]
+    template: Any,
+    escapers: dict[str, Escaper],
+    format_field: Callable[..., Any],
+    join_items: bool = True,
 ) -> str:
     """A PEP 750 Template as markup text, each value escaped for the context it lands in.
 
@@ -130,7 +133,9 @@ def contextual_format(
     neither conversion nor spec is its items joined, each item as a value there
     would be (nested lists flattened); anywhere else it is one value, as before (a
     JSON array in a script: joining would also let items split a sequence that an
-    escaper refuses, ``expres`` + ``sion(``, between them).
+    escaper refuses, ``expres`` + ``sion(``, between them).  With *join_items* false,
+    *template*'s own items are one value everywhere, as in an ``[html]`` f-string (its
+    nested t-strings still join theirs).
     """
     strings = tuple(template.strings)
     planned = plan(strings)
@@ -142,7 +147,8 @@ def contextual_format(
         out.append(text)
         value = interpolation.value
         if (
-            name is None
+            join_items
+            and name is None
             and is_items(value)
             and interpolation.conversion is None
             and not interpolation.format_spec

@@ -6,8 +6,9 @@ explicit list and returns it joined by the function the compiler uses
 (``html_join``, ``plain_join``).  In ``[html]`` scope, where the compiler
 makes every string literal trusted markup, a plain literal becomes
 ``htmltext("...")`` and an f-string (or t-string) becomes
-``htmlformat(t"...")``: literal parts trusted, each value escaped after its
-conversion and format spec.  A t-string in a ``[plain]`` template becomes
+``html_fstring(t"...")``: literal parts trusted, each value escaped after its
+conversion and format spec, a list or tuple in a field one value as in the
+f-string (``htmlformat`` would join its items).  A t-string in a ``[plain]`` template becomes
 the f-string it means there.  Which scope a literal, a statement or a
 ``return`` is in is the compiler's own answer
 (:func:`ptl_wsgi.compiler.template_scopes`), so the converted module means
@@ -44,7 +45,7 @@ Pos = tuple[int, int]  # (line, character column)
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 _JOIN = {"html": "html_join", "plain": "plain_join"}
-_HTML_HELPERS = ("html_join", "plain_join", "htmlformat", "htmltext", "format_mod_html")
+_HTML_HELPERS = ("html_fstring", "html_join", "plain_join", "htmltext", "format_mod_html")
 _QUIXOTE = frozenset({"ptl_html", "ptl_plain"})
 _START_TOKENS = frozenset(
     t
@@ -365,7 +366,8 @@ class _Converter:
             return
         for piece in pieces:
             self.set_prefix(piece, "t")
-        self.edits.wrap(self.start(node), self.end(node), f"{self.helper('htmlformat')}(", ")")
+        # html_fstring, not htmlformat: a list in a field is one value, as in the f-string.
+        self.edits.wrap(self.start(node), self.end(node), f"{self.helper('html_fstring')}(", ")")
 
     def pieces(self, node: ast.expr) -> list[_String]:
         """The string tokens that make up literal *node* (not those nested in its fields)."""

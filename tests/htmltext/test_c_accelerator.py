@@ -191,6 +191,38 @@ WORKLOAD = textwrap.dedent(
         raise AssertionError(f"{func} did not raise {exc}")
 
 
+    import sys
+    TSTRINGS = sys.version_info >= (3, 14)
+    if TSTRINGS:
+        from string.templatelib import Interpolation, Template
+        from ptl_wsgi import html
+
+        c.set_htmlformat(html._text_only_strings, html._htmlformat_in_context,
+                         html._fstring_in_context)
+
+        def t(*parts):
+            return Template(*(p if n % 2 == 0 else Interpolation(p, "x", None, "")
+                              for n, p in enumerate(parts)))
+
+
+    def tstrings(s, i):
+        # Marked text-only on the first round (the engine), the twin's after.
+        cell = lambda v: t("<td>", v, "</td>")
+        link = t('<a href="', s, '">', i, "</a>")
+        page = t("<tr>", [cell(s), cell(i), (cell(2**70), Markup(), ht("<b>"), None)], "|",
+                 (cell(v) for v in (s, i)), "|", link, "|", [[s], [link]], "</tr>")
+        c.contextual_htmlformat(page)
+        c.contextual_fstring(page)
+        padded = Template("<p>", Interpolation(cell(s), "x", None, "^40"), "</p>",
+                          Interpolation([s], "x", "r", ""), "")
+        c.contextual_htmlformat(padded)
+        c.contextual_htmlformat(t("<p>", i, "</p>"))
+        expect(RuntimeError, c.contextual_htmlformat, t("<p>", [s, Broken()], "</p>"))
+        expect(KeyError, c.contextual_htmlformat, t("<p>", failing_parts(), "</p>"))
+        expect(TypeError, c.contextual_htmlformat,
+               Template("<p>", Interpolation((s,), "x", None, ">3"), "</p>"))
+
+
     def one_round(i):
         s = f"<{i}> & 'q' \\"Ā\\" 😀"
         c.escape_str(s)
@@ -281,6 +313,8 @@ WORKLOAD = textwrap.dedent(
             escape("javascript:x")
             expect(RuntimeError, escape, Broken())
             expect(TypeError, escape, s, s)
+        if TSTRINGS:
+            tstrings(s, i)
     """
 )
 

@@ -2,11 +2,13 @@
 
 ``ptl_wsgi.html.htmlformat`` is the active twin's ``contextual_htmlformat``: a t-string
 whose ``strings`` the escaping engine planned as text-only before (a dict the engine
-fills) and whose values hold no nested t-string and nothing to join is formatted by
-the twin itself, as its ``htmlformat`` does; anything else goes to the fallback, the
-engine's contextual formatting (issue #27: ``H(t"...")`` at most 1.5x a compiled
-template).  Both twins decide the same.  Templates are built with
-``string.templatelib``'s constructors, so that this file parses before 3.14.
+fills) is formatted by the twin itself, its nested t-strings and items included (a
+nested t-string whose strings are not marked by the fallback, alone); anything else
+goes to the fallback, the engine's contextual formatting (issue #27: ``H(t"...")`` at
+most 1.5x a compiled template).  Both twins decide the same
+(tests/htmltext/test_tstring_twins_nested.py holds them to the engine's output).
+Templates are built with ``string.templatelib``'s constructors, so that this file
+parses before 3.14.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ def twins_with_fallback(twins: Any) -> Any:
         impl.module.set_htmlformat(text_only, fallback)
     yield twins, text_only, fell_back
     for impl in twins:
-        impl.module.set_htmlformat(html._text_only_strings, html._htmlformat_in_context)
+        impl.module.set_htmlformat(
+            html._text_only_strings, html._htmlformat_in_context, html._fstring_in_context
+        )
 
 
 def test_set_htmlformat_takes_a_dict_and_a_callable(twins: Any) -> None:
@@ -73,20 +77,25 @@ def test_only_marked_text_only_strings_are_formatted_by_the_twin(twins_with_fall
 
 @NEEDS_TEMPLATES
 @pytest.mark.parametrize("kind", ["nested t-string", "list", "tuple", "generator"])
-def test_values_the_engine_looks_into_go_to_the_fallback(
+def test_nested_values_are_the_twins_and_unmarked_t_strings_the_fallbacks(
     twins_with_fallback: Any, kind: str
 ) -> None:
+    # Items are joined by the twin; a nested t-string whose strings are not marked goes
+    # to the fallback alone, in the middle of the twin's output.
     twins, text_only, fell_back = twins_with_fallback
     for impl in twins:
+        nested = t("<b>", ("x",), "</b>")
         item = {
-            "nested t-string": lambda: t("<b>", ("x",), "</b>"),
-            "list": lambda: ["a"],
-            "tuple": lambda: ("a",),
-            "generator": lambda: (c for c in "ab"),
+            "nested t-string": lambda: nested,  # noqa: B023
+            "list": lambda: ["<a>", nested],  # noqa: B023
+            "tuple": lambda: ("<a>", nested),  # noqa: B023
+            "generator": lambda: (c for c in ("<a>", nested)),  # noqa: B023
         }[kind]()
         template = t("<p>", (item,), "</p>")
         text_only[template.strings] = True
-        assert impl.module.contextual_htmlformat(template) == "FALLBACK"
+        expected = "<p>FALLBACK</p>" if kind == "nested t-string" else "<p>&lt;a&gt;FALLBACK</p>"
+        assert str(impl.module.contextual_htmlformat(template)) == expected
+        assert fell_back[-1] is nested
     assert len(fell_back) == len(twins)
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ptl_helpers import CASES_DIR, subprocess_env
@@ -31,11 +32,7 @@ needs_312 = pytest.mark.skipif(sys.version_info < (3, 12), reason="the conversio
 CASES = sorted(CASES_DIR.glob("*.ptl"))
 
 # Cases whose converted module renders differently, and why.  Every other case must match.
-DIFFERENT: dict[str, str] = {
-    # A t-string joins a list, tuple or generator's items (#27); a .ptl f-string field
-    # shows the value's format(). convert --to-py does not yet keep such a value one value.
-    "output_styles": "a tuple in an f-string field: one value in .ptl, its items in a t-string",
-}
+DIFFERENT: dict[str, str] = {}
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -189,7 +186,7 @@ def test_converted_module_keeps_comments_and_layout() -> None:
 """A listing page."""
 from __future__ import annotations
 from ptl_wsgi.py_templates import template
-from ptl_wsgi.html import html_join, htmlformat, htmltext, plain_join
+from ptl_wsgi.html import html_fstring, html_join, htmltext, plain_join
 
 # The separator between items.
 SEP = ", "
@@ -199,7 +196,7 @@ SEP = ", "
 def item(name, price=0):
     # One row.
     out = []
-    out.append(htmlformat(t"<li>{name}: {price:.2f}</li>"))  # the row itself
+    out.append(html_fstring(t"<li>{name}: {price:.2f}</li>"))  # the row itself
     return html_join(out)
 
 
@@ -240,7 +237,7 @@ HOSTILE = '''\
 htmltext = "not the class"      # a module's own names are never shadowed
 template = "not the marker"
 html_join = None
-htmlformat = 3
+html_fstring = 3
 
 
 def uses_out [html] (out, _out):
@@ -330,7 +327,7 @@ def multi_line [html] (
 @needs_314
 def test_hostile_names_and_unusual_templates(tmp_path: Path) -> None:
     ptl, py = both(HOSTILE, tmp_path)
-    assert (py.htmltext, py.template, py.html_join, py.htmlformat) == (
+    assert (py.htmltext, py.template, py.html_join, py.html_fstring) == (
         "not the class",
         "not the marker",
         None,
@@ -472,3 +469,42 @@ def test_a_site_moves_file_by_file(tmp_path: Path) -> None:
         same(after.render("layout.py:frame", {"title": "<x>", "body": "<y>"}), frame)
     finally:
         after.close()
+
+
+LISTS = """\
+def fields [html] (value):
+    f"<p>{value}</p><p title='{value}'>{value!r}</p>"
+    t"<i>{value}</i>"
+    f"<a href='/s?q={value}'>x</a><script>var v = {value};</script>"
+"""
+
+
+@needs_314
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["<a>", 1],
+        ("<t>",),
+        [],
+        [["<n>"]],
+        "<str>",
+        None,
+    ],
+)
+def test_a_list_or_tuple_in_a_field_stays_one_value(tmp_path: Path, value: Any) -> None:
+    # In an [html] f-string (or t-string) field a list is its format(), escaped; the
+    # converted t-string must not join its items, as htmlformat() would (#27).
+    ptl, py = both(LISTS, tmp_path)
+    ours, theirs = py.fields(value), ptl.fields(value)
+    same(ours, theirs)
+    if isinstance(value, list) and value:
+        assert "[&#x27;&lt;" in str(ours) or "[[" in str(ours)
+    assert "html_fstring(t" in convert(LISTS)
+
+
+@needs_314
+def test_a_generator_in_a_field_stays_one_value(tmp_path: Path) -> None:
+    ptl, py = both(LISTS.replace("{value};", "0;"), tmp_path)
+    ours = str(py.fields(x for x in "ab"))
+    assert ours == str(ptl.fields(x for x in "ab"))
+    assert "generator object" in ours and "<p>ab</p>" not in ours
