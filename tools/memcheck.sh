@@ -71,7 +71,8 @@ env PYTHONPATH="$WORK/site" PYTHONMALLOC=malloc PTL_WSGI_REQUIRE_C=1 PTL_WSGI_PU
     "$PYTHON" "$WORK/run.py" "$WORK" "$WORK/status" -p no:cacheprovider -q -m "not slow" \
     tests/htmltext/test_htmltext.py tests/htmltext/test_htmltext_differential.py tests/htmltext/test_c_accelerator.py \
     tests/htmltext/test_htmlformat.py tests/compiler/test_compiled_output_fast_path.py tests/compiler/test_loop_fusion.py \
-    tests/compiler/test_loop_fusion_attack_findings.py tests/escaping/test_contextual_twins.py "$@"
+    tests/compiler/test_loop_fusion_attack_findings.py tests/compiler/test_loop_fusion_reads.py \
+    tests/escaping/test_contextual_twins.py "$@"
 set -e
 
 failed=0
