@@ -236,6 +236,8 @@ class _Pattern:
         steps: list[ast.expr] = []
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             if isinstance(node, ast.Attribute):
+                if node.attr.startswith("__") and not node.attr.endswith("__"):
+                    return None  # in a class, Python reads a mangled name (_Cls__x)
                 steps.append(_located(ast.Constant(node.attr), node))
             elif _key(node.slice) or (
                 isinstance(node.slice, ast.Name) and node.slice.id in self.texts

@@ -272,6 +272,20 @@ def test_loops_that_are_not_fused(body: str) -> None:
     assert outcome(fused.page, argument) == outcome(loop.page, argument)
 
 
+def test_a_private_name_read_in_a_class_keeps_the_loop() -> None:
+    # Python reads item.__x in a class body as item._Page__x: loop_output() would not.
+    source = (
+        "class Page:\n"
+        "    def render [html] (self, items):\n"
+        "        for item in items:\n"
+        "            f'<p>{item.__x}</p>'\n"
+    )
+    fused, loop = _module(source, True, "private"), _module(source, False, "private")
+    assert "_ptl_loop_output" not in fused.Page.render.__code__.co_names
+    item = SimpleNamespace(_Page__x="mangled")
+    assert str(fused.Page().render([item])) == str(loop.Page().render([item])) == "<p>mangled</p>"
+
+
 def test_more_reads_than_slots_keep_the_loop() -> None:
     fields = "".join(f"{{a.f{i}}}" for i in range(40))
     source = f"def page [html] (items):\n    for a in items:\n        f'<p>{fields}</p>'\n"
