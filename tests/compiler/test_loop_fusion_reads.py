@@ -261,6 +261,7 @@ def test_each_read_is_made_once_in_source_order_interleaved_with_formatting() ->
         "for a in items:\n        a.b.c()",
         "for a in items:\n        items.x",  # another name's attribute
         "for a in items:\n        a.x\n    a",  # the variable read after the loop
+        "for a in items:\n        a.x\n    locals()",  # a frame reader in the module
         "for a in items:\n        (a.x, a.y)",  # one value, a tuple
     ],
 )
