@@ -348,6 +348,9 @@ def first_of(first: Any, /, *evaluated: Any) -> Any:
     return first
 
 
+_LOOP_SLOTS = 32  # slot 0 is the item; 1 to 31 hold the values read from it
+
+
 def loop_output(
     out: list[Any], iterable: Any, pattern: tuple[Any, ...], joint: Any = None, /
 ) -> None:
@@ -355,8 +358,13 @@ def loop_output(
 
     For each item of *iterable*, appends *pattern*'s parts to *out*: ``None``
     stands for the item, a tuple ``(f, *extra)`` for ``f(item, *extra)``,
-    anything else for itself.  With a *joint* (the pattern's last and first
-    parts as one text), the joint is appended between items instead of them.
+    anything else for itself.  A part ``(k, path)`` (*k* an int from 1 to 31)
+    reads a value from the item into slot *k*, each step of the path an
+    attribute's name (an exact str) or an item's key; ``(k,)`` then stands for
+    that value and ``(k, f, *extra)`` for ``f(value, *extra)``.  Reads and
+    calls are made in the pattern's order.  With a *joint* (the pattern's last
+    and first parts as one text), the joint is appended between items instead
+    of them.
     """
     if (
         type(out) is not list
@@ -371,15 +379,44 @@ def loop_output(
         if joint is not None:
             out.append(joint if started else pattern[0])
         started = True
+        slots: dict[int, Any] = {}
         for part in parts:
             if part is None:
                 out.append(item)
-            elif type(part) is tuple and 1 <= len(part) <= 4:
-                out.append(part[0](item, *part[1:]))
+            elif type(part) is not tuple or not part:
+                out.append(part)
+            elif type(part[0]) is int:
+                _loop_slot_part(out, part, item, slots)
+            elif len(part) <= 4:
+                # (pyright's narrowing by len() forgets that part is not empty)
+                out.append(part[0](item, *part[1:]))  # pyright: ignore[reportGeneralTypeIssues]
             else:
                 out.append(part)
     if started and joint is not None:
         out.append(pattern[-1])
+
+
+def _loop_slot_part(
+    out: list[Any], part: tuple[Any, ...], item: Any, slots: dict[int, Any]
+) -> None:
+    """A part ``(k, ...)`` of loop_output()'s pattern, for *item*."""
+    k, *rest = part
+    if not 1 <= k < _LOOP_SLOTS or len(rest) > 4:
+        raise TypeError("loop_output(): a bad slot part")
+    if len(rest) == 1 and type(rest[0]) is tuple:
+        if not rest[0]:
+            raise TypeError("loop_output(): a bad slot part")
+        value = item
+        for step in rest[0]:
+            value = getattr(value, step) if type(step) is str else value[step]
+        slots[k] = value
+        return
+    if k not in slots:
+        raise TypeError("loop_output(): a slot output before it is read")
+    if not rest:
+        out.append(slots[k])
+    else:
+        out.append(rest[0](slots[k], *rest[1:]))
 
 
 # -- % formatting -------------------------------------------------------------

@@ -23,7 +23,16 @@ from typing import Any
 from ptl_wsgi.escaping import rules
 from ptl_wsgi.html import htmlescape, htmltext
 
-__all__ = ["body_bytes", "chunks", "encoded", "is_html_type", "is_markup", "markup", "text"]
+__all__ = [
+    "body_bytes",
+    "chunks",
+    "encoded",
+    "is_html_type",
+    "is_markup",
+    "joined",
+    "markup",
+    "text",
+]
 
 # Types a browser renders as active markup, where a script in the body runs.
 _HTML_TYPES = frozenset(
@@ -83,6 +92,18 @@ def chunks(result: Any) -> Iterator[htmltext]:
     for item in items:
         if item is not None:
             yield htmlescape(_decoded(item))
+
+
+def joined(result: Any) -> htmltext:
+    """A template's or view's whole output as one markup: :func:`markup` of the value,
+    or the markup of each item of an iterator joined (``None`` items skipped).
+
+    Output that already is ``htmltext`` is returned as it is, not copied (a page
+    is tens of kilobytes).
+    """
+    if isinstance(result, Iterator):
+        return htmltext("").join(chunks(result))
+    return markup(result)
 
 
 def body_bytes(chunk: Any, html: bool) -> bytes:

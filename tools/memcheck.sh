@@ -73,7 +73,8 @@ env PYTHONPATH="$WORK/site" PYTHONMALLOC=malloc PTL_WSGI_REQUIRE_C=1 PTL_WSGI_PU
     tests/htmltext/test_htmlformat.py tests/compiler/test_compiled_output_fast_path.py tests/compiler/test_loop_fusion.py \
     tests/compiler/test_loop_fusion_attack_findings.py tests/escaping/test_contextual_twins.py \
     tests/htmltext/test_tstrings.py tests/htmltext/test_tstring_items.py \
-    tests/htmltext/test_tstring_twins_nested.py tests/htmltext/test_htmlformat_fast_path.py "$@"
+    tests/htmltext/test_tstring_twins_nested.py tests/htmltext/test_htmlformat_fast_path.py \
+    tests/compiler/test_loop_fusion_reads.py "$@"
 set -e
 
 failed=0

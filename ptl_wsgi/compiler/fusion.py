@@ -90,10 +90,15 @@ class _LoopFusion(_ContextualWalk):
     def fused_loop(self, loop: ast.For) -> ast.stmt:
         """*loop* as one loop_output() call, if it only outputs text and its own variable.
 
-        The loop variable must be used nowhere else in the template (after the loop it
-        is not bound).  The call spans the loop's lines, and is made after its parts
-        are evaluated, at the ``for`` line: a tracer sees the ``for`` line, each body
-        line once, then the ``for`` line again, as for a loop that ran.
+        The variable may be output as it is, through an output function or an
+        escaper, or be read from: its attributes and items (``a.url``,
+        ``row["name"][0]``), each read made by loop_output() at the place the
+        body makes it, into a slot that the body's later parts output.  The loop
+        variable must be used nowhere else in the template (after the loop it is
+        not bound).  The call spans the loop's lines, and is made after its parts
+        are evaluated, at the ``for`` line: a tracer sees the ``for`` line, each
+        body line once, then the ``for`` line again, as for a loop that ran; an
+        error in a read or an escaper is reported at the ``for`` line.
         """
         target, body = loop.target, loop.body
         if (
@@ -105,38 +110,17 @@ class _LoopFusion(_ContextualWalk):
             or not isinstance(call := body[0].value, ast.Call)
         ):
             return loop
-        items = _output_items(call)
         texts = {_target_name(assign): text for text, assign in self.literals.items()}
-        pattern: list[ast.expr] = []
-        uses = 1
-        for item in items:
-            if isinstance(item, ast.Name) and item.id in texts:
-                pattern.append(item)
-            elif isinstance(item, ast.Name) and item.id == target.id:
-                pattern.append(_located(ast.Constant(None), item))
-                uses += 1
-            elif (
-                isinstance(item, ast.Call)
-                and isinstance(item.func, ast.Name)
-                and (item.func.id in _ITEM_OUTPUTS or item.func.id.startswith(_ESCAPER))
-                and not item.keywords
-                and item.args
-                and isinstance(first := item.args[0], ast.Name)
-                and first.id == target.id
-                and all(
-                    (isinstance(a, ast.Name) and a.id in texts) or _is_none(a)
-                    for a in item.args[1:]
-                )
-            ):
-                pattern.append(_located(ast.Tuple([item.func, *item.args[1:]], ast.Load()), item))
-                uses += 1
-            else:
-                return loop
-        if self.name_uses[target.id] != uses:
+        pattern = _Pattern(target.id, set(texts))
+        if not all(pattern.output(item) for item in _output_items(call)):
             return loop
-        args = [_name(_OUT, loop), loop.iter, _located(ast.Tuple(pattern, ast.Load()), call)]
-        first, last = pattern[0], pattern[-1]
-        if len(pattern) > 1 and isinstance(first, ast.Name) and isinstance(last, ast.Name):
+        # (The compiler's temporaries, pattern.slots, live within one output call.)
+        if self.name_uses[target.id] != pattern.uses:
+            return loop
+        parts = pattern.parts
+        args = [_name(_OUT, loop), loop.iter, _located(ast.Tuple(parts, ast.Load()), call)]
+        first, last = parts[0], parts[-1]
+        if len(parts) > 1 and isinstance(first, ast.Name) and isinstance(last, ast.Name):
             # Between items the last text and the first are one piece.
             joint = _located(ast.Constant(texts[last.id] + texts[first.id]), last)
             args.append(_name(self.hoist(joint), last))
@@ -146,3 +130,138 @@ class _LoopFusion(_ContextualWalk):
         statement = ast.Expr(fused)
         ast.copy_location(statement, fused)
         return statement
+
+
+def _is_output_function(func: ast.expr) -> bool:
+    return isinstance(func, ast.Name) and (func.id in _ITEM_OUTPUTS or func.id.startswith(_ESCAPER))
+
+
+def _key(node: ast.expr) -> bool:
+    """Whether *node* is an item's key loop_output() can take: a constant, not a str."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) in (int, float, complex)
+    # (A str would read as an attribute's name: a template's str literals are hoisted.)
+    return isinstance(node, ast.Constant) and type(node.value) is not str
+
+
+class _Pattern:
+    """The parts of loop_output()'s pattern for one loop body, in its order of evaluation.
+
+    Slot 0 is the loop variable; a value read from it (``a.url``, ``row[0]``) gets
+    the next slot, and the compiler's temporaries that hold a value (``_ptl_v1 :=
+    a.title`` in ``first_of``, the int check's) name its slot.
+    """
+
+    def __init__(self, variable: str, texts: set[str]) -> None:
+        self.variable, self.texts = variable, texts
+        self.parts: list[ast.expr] = []
+        self.slots: dict[str, int] = {}  # temporary -> slot
+        self.next_slot = 1
+        self.uses = 1  # the for statement's own
+
+    def output(self, item: ast.expr) -> bool:
+        """Add the parts that output *item* (a piece of the body's output call)."""
+        if isinstance(item, ast.Name) and item.id in self.texts:
+            self.parts.append(item)
+            return True
+        if isinstance(item, ast.IfExp):
+            # v if type(v := value) is int else escaper(v): the escaper outputs an int
+            # as it is, so loop_output() calls it on every value.
+            test, held = item.test, None
+            if (
+                isinstance(test, ast.Compare)
+                and isinstance(test.left, ast.Call)
+                and _is_name(test.left.func, "_ptl_type")
+                and len(test.left.args) == 1
+                and isinstance(held := test.left.args[0], ast.NamedExpr)
+                and [type(op) for op in test.ops] == [ast.Is]
+                and _is_name(test.comparators[0], "_ptl_int")
+                and _is_name(item.body, held.target.id)
+                and isinstance(item.orelse, ast.Call)
+                and isinstance(item.orelse.func, ast.Name)
+                and item.orelse.func.id.startswith(_ESCAPER)
+                and item.orelse.args
+                and _is_name(item.orelse.args[0], held.target.id)
+            ):
+                slot = self.value(held)
+                return slot is not None and self.call(item.orelse, slot)
+            return False
+        if isinstance(item, ast.Call) and _is_output_function(item.func):
+            slot = self.value(item.args[0]) if item.args else None
+            return slot is not None and self.call(item, slot)
+        slot = self.value(item)
+        if slot is None:
+            return False
+        self.parts.append(
+            _located(ast.Constant(None), item) if slot == 0 else _slot_part(slot, [], item)
+        )
+        return True
+
+    def call(self, call: ast.Call, slot: int) -> bool:
+        """Add the part ``f(value in slot, *extra)`` of *call*, if its extras are text."""
+        extras = call.args[1:]
+        if call.keywords or len(extras) > 3:
+            return False
+        if not all((isinstance(a, ast.Name) and a.id in self.texts) or _is_none(a) for a in extras):
+            return False
+        if slot == 0:
+            self.parts.append(_located(ast.Tuple([call.func, *extras], ast.Load()), call))
+        else:
+            self.parts.append(_located(_slot_part(slot, [call.func, *extras], call), call))
+        return True
+
+    def value(self, node: ast.expr) -> int | None:
+        """The slot that holds *node*'s value, after the parts that read it; None if none can."""
+        if isinstance(node, ast.Name):
+            if node.id == self.variable:
+                self.uses += 1
+                return 0
+            return self.slots.get(node.id)
+        if isinstance(node, ast.NamedExpr):
+            name = node.target.id
+            if not name.startswith(_TEMPORARY) or name in self.slots:
+                return None
+            slot = self.value(node.value)
+            if slot is not None:
+                self.slots[name] = slot
+            return slot
+        if isinstance(node, ast.Call) and _is_name(node.func, "_ptl_first_of"):
+            # first_of(a, (t := b), ...): every argument evaluated, in order; a is the value.
+            if node.keywords or not node.args:
+                return None
+            slots = [self.value(arg) for arg in node.args]
+            return None if None in slots else slots[0]
+        read = node
+        steps: list[ast.expr] = []
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute):
+                if node.attr.startswith("__") and not node.attr.endswith("__"):
+                    return None  # in a class, Python reads a mangled name (_Cls__x)
+                steps.append(_located(ast.Constant(node.attr), node))
+            elif _key(node.slice) or (
+                isinstance(node.slice, ast.Name) and node.slice.id in self.texts
+            ):
+                steps.append(node.slice)
+            else:
+                return None
+            node = node.value
+        if not steps or not _is_name(node, self.variable) or self.next_slot >= _SLOTS:
+            return None
+        self.uses += 1
+        slot, self.next_slot = self.next_slot, self.next_slot + 1
+        self.parts.append(_slot_part(slot, [ast.Tuple(steps[::-1], ast.Load())], read))
+        return slot
+
+
+# loop_output()'s slots: the item's and 31 for values read from it.
+_SLOTS = 32
+_TEMPORARY = "_ptl_v"
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _slot_part(slot: int, rest: list[ast.expr], ref: ast.AST) -> ast.Tuple:
+    return _located(ast.Tuple([ast.Constant(slot), *rest], ast.Load()), ref)

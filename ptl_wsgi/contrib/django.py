@@ -44,7 +44,7 @@ from ptl_wsgi.csp import CSP_NONCE_KEY, HEADER, RequestNonce, check_directives, 
 from ptl_wsgi.headers import HeaderError, check_headers
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.loader import DEFAULT_FUNCTION
-from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
+from ptl_wsgi.output_policy import chunks, is_html_type, joined, markup, text
 from ptl_wsgi.tracebacks import entry_point, template_frame
 
 __all__ = ["CSPMiddleware", "PTLTemplates", "Template", "html_response", "render_text"]
@@ -318,7 +318,7 @@ def html_response(content: Any, status: int = 200, **kwargs: Any) -> HttpRespons
 
 def _markup(result: Any) -> htmltext:
     if isinstance(result, Iterator):
-        return htmltext("").join(chunks(result))
+        return joined(result)
     return markup(result)
 
 

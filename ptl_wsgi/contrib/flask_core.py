@@ -273,7 +273,7 @@ class PTLTemplate(jinja2.Template):
         result = self._call(dict(*args, **kwargs))
         if self._as_text:
             return output_policy.text(result)
-        return htmltext("").join(output_policy.chunks(result))
+        return output_policy.joined(result)
 
     async def render_async(self, *args: Any, **kwargs: Any) -> Any:
         """:meth:`render` for an async environment (Quart's): PTL templates run at once."""

@@ -183,7 +183,7 @@ class PTLTemplateEngine(TemplateEngineProtocol[PTLTemplate, Mapping[str, Any]]):
         if type(csrf_input) is str:
             # Litestar builds it from the escaped token: markup, as Jinja2 gets it.
             values["csrf_input"] = htmltext(csrf_input)
-        return htmltext("").join(output_policy.chunks(template.render(values)))
+        return output_policy.joined(template.render(values))
 
 
 def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

@@ -293,6 +293,18 @@ WORKLOAD = textwrap.dedent(
         expect(RuntimeError, c.loop_output, out, [s, Broken()], (None, (c.field_output,)))
         expect(KeyError, c.loop_output, out, failing_parts(), (ht("<a>"), None), ht("x"))
         expect(TypeError, c.loop_output, out, 5, (None,))
+        # Slot parts: reads of attributes and items, outputs of the values read.
+        rows = [{"k": [s, i]}, {"k": [Markup(), s]}]
+        c.loop_output(out, rows, (ht("<a>"), (1, (ht("k"), 0)), (2, (ht("k"), -1)),
+                                  (1, c.field_output), (2,), (1, esc.output_url_q)), ht("x"))
+        c.loop_output(out, [Attrs(), Attrs()], ((1, ("a",)), (1, ("a",)), (1, str)))
+        expect(KeyError, c.loop_output, out, [rows[0], {}], ((1, (ht("k"), 0)), (1,)))
+        expect(AttributeError, c.loop_output, out, [Attrs(), s], ((1, ("a",)), (2, ("a",))))
+        expect(RuntimeError, c.loop_output, out, [{"k": [Broken()]}],
+               ((1, (ht("k"), 0)), (1, c.field_output)))
+        expect(TypeError, c.loop_output, out, [s], ((1,),))
+        expect(TypeError, c.loop_output, out, [s], ((2**70, ("a",)),))
+        expect(TypeError, c.loop_output, out, [s], ((1, ()),))
         c.first_of(s, i, out)
         expect(TypeError, c.first_of)
         # Contextual escapers: fast paths, the reference, ints, constants, errors.

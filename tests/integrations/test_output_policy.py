@@ -3,7 +3,7 @@
 import pytest
 
 from ptl_wsgi.html import htmltext
-from ptl_wsgi.output_policy import chunks, is_html_type, markup, text
+from ptl_wsgi.output_policy import chunks, is_html_type, joined, markup, text
 
 
 @pytest.mark.parametrize(
@@ -56,6 +56,34 @@ def test_chunks_escape_each_item_lazily():
     out = chunks(gen())
     assert seen == []
     assert list(out) == ["&lt;i&gt;", "<b>"]
+
+
+class _Markup:
+    def __html__(self):
+        return "<em>"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: "<script>",
+        lambda: b"<s>",
+        lambda: None,
+        lambda: htmltext("<b>"),
+        _Markup,
+        lambda: ["<l>"],
+        lambda: 5,
+        lambda: iter(["<i>", None, b"&", htmltext("<b>")]),
+    ],
+)
+def test_joined_is_the_chunks_joined(make):
+    assert joined(make()) == htmltext("").join(chunks(make()))
+    assert type(joined(make())) is htmltext
+
+
+def test_joined_markup_is_not_copied():
+    page = htmltext("<p>" * 10_000)
+    assert joined(page) is page
 
 
 def test_text_is_plain_str():
