@@ -5,8 +5,10 @@ place needs; :func:`build` makes the functions for one htmltext class, each
 taking any value and returning markup of that class (a non-negative int is
 returned as it is where its digits mean the same escaped or not, and the join
 formats it).  Values that are markup (:func:`~ptl_wsgi.escaping.rules.is_markup`)
-pass through unchanged in every context, as they do in text, except that a
-URL's scheme is still checked.
+pass through unchanged where the language is HTML, as they do in text (a URL's
+scheme is still checked); in a script or a style
+(:data:`~ptl_wsgi.escaping.rules.MARKUP_AS_VALUE_BASES`) markup is HTML, not code:
+its text is escaped as any value's.
 
 A name is ``BASE`` (inside ``<script>``, ``<style>`` or a comment) or
 ``BASE_LAYER``: the base encodes for the inner language (``url``, ``js``,
@@ -20,6 +22,7 @@ from __future__ import annotations
 from ptl_wsgi.escaping.rules import (
     DEFAULT_SCHEMES,
     INT_SAFE_BASES,
+    MARKUP_AS_VALUE_BASES,
     SCRIPT_SCHEMES,
     UNSAFE_CSS,
     UNSAFE_URL,
@@ -237,7 +240,8 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
-            "markup": base_name not in URL_START_BASES,
+            "markup": base_name not in URL_START_BASES
+            and base_name not in MARKUP_AS_VALUE_BASES,
             "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
@@ -314,6 +318,7 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
 
     def compose(name: str, base: Text, layer: Text) -> Escaper:
         ints = name in INT_SAFE_BASES
+        kept = name not in MARKUP_AS_VALUE_BASES
         # Where a URL starts, markup is trusted as markup but its scheme is still
         # checked: markup made for text (a fragment, a helper template's result) has
         # its values escaped for text only, and a script URL in it would run.
@@ -325,21 +330,21 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
             elif type(value) is int and ints and value >= 0:
                 return value
             else:
-                found = to_markup(value)
+                found = to_markup(value) if kept else None
                 if found is not None:
                     if checks_scheme and UNSAFE_URL in base(html.unescape(str(found))):
                         return make(layer(UNSAFE_URL))
                     return found
-                text = str(value)
+                text = _text(value)
             return make(layer(base(text)))
 
         return escaper
 
     def compose_js_value(layer: Text, encode: Callable[[Any], str] = js.js_value) -> Escaper:
         def escaper(value: Any) -> Any:
-            found = to_markup(value)
-            if found is not None:
-                return found
+            if is_markup(value):
+                # HTML, not JavaScript: its text is a string there.
+                value = _text(value)
             return make(layer(encode(value)))
 
         return escaper
@@ -373,6 +378,14 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
     found["attr_name"] = _named(attr_name, "attr_name")
     found["tag_attrs"] = _named(tag_attrs, "tag_attrs")
     return found
+
+
+def _text(value: Any) -> str:
+    """The text of a value where it is escaped: a markup value's ``__html__()``
+    (what it would put in text), anything else's ``str()``."""
+    if is_markup(value):
+        return str(value.__html__())
+    return str(value)
 
 
 def _named(function: Escaper, name: str) -> Escaper:

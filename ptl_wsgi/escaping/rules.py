@@ -31,6 +31,7 @@ __all__ = [
     "K_SRCSET",
     "K_URL",
     "K_URL_LIST",
+    "MARKUP_AS_VALUE_BASES",
     "NONCE_ATTRIBUTE",
     "NONCE_ELEMENTS",
     "NONCE_LINK_RELS",
@@ -212,6 +213,16 @@ INT_SAFE_BASES = frozenset(
 #: Escapers (by base name) that take a URL's start: a markup value there still has its
 #: scheme checked (markup made for text escaped its own values for text only).
 URL_START_BASES = frozenset({"url", "url_list", "srcset"})
+
+#: Escapers (by base name) where a markup value is a value like any other, its text
+#: escaped: the languages of a script and a style (JavaScript, JSON, CSS, and their
+#: comments, where a value is dropped).  Markup is trusted as *HTML*; HTML escaping
+#: means nothing there, and Django's ``format_html`` makes every argument markup, so
+#: trusting it as code would run what a user gave.  Elsewhere markup is kept (a URL's
+#: start still has its scheme checked: :data:`URL_START_BASES`).
+MARKUP_AS_VALUE_BASES = frozenset(
+    {"js_value", "json_value", "js_string", "json_string", "js_regexp", "css", "css_string", "drop"}
+)
 
 
 def is_markup(value: Any) -> bool:

@@ -26,6 +26,7 @@ from ptl_wsgi.escapers import (
 )
 from ptl_wsgi.escaping.context import ContextError
 from ptl_wsgi.escaping.planner import plan
+from ptl_wsgi.escaping.rules import MARKUP_AS_VALUE_BASES
 from ptl_wsgi.html import htmltext
 
 html5lib = pytest.importorskip("html5lib")
@@ -102,8 +103,18 @@ def test_escaper_examples(name: str, value: Any, expected: str) -> None:
     assert esc(name, value) == expected
 
 
-@pytest.mark.parametrize("name", sorted(ESCAPERS))
-def test_markup_passes_every_escaper_unchanged(name: str) -> None:
+def _base(name: str) -> str:
+    return name if name in ESCAPER_BASES else name.rpartition("_")[0]
+
+
+ESCAPER_BASES = {"json_value", "attr_name", "tag_attrs"} | {
+    n for n in ESCAPERS if "_" not in n or n.rpartition("_")[2] not in ("q", "u", "u0")
+}
+IN_SCRIPT_OR_STYLE = sorted(n for n in ESCAPERS if _base(n) in MARKUP_AS_VALUE_BASES)
+
+
+@pytest.mark.parametrize("name", sorted(set(ESCAPERS) - set(IN_SCRIPT_OR_STYLE)))
+def test_markup_passes_every_html_escaper_unchanged(name: str) -> None:
     class Markup:
         def __html__(self) -> str:
             return "<b onclick=x>"
@@ -113,6 +124,17 @@ def test_markup_passes_every_escaper_unchanged(name: str) -> None:
         return  # markup at a URL's start is a URL too: see the test below
     assert esc(name, htmltext("<i>")) == "<i>"
     assert esc(name, Markup()) == "<b onclick=x>"
+
+
+@pytest.mark.parametrize("name", IN_SCRIPT_OR_STYLE)
+def test_markup_in_a_script_or_style_is_escaped_as_its_text(name: str) -> None:
+    # Markup is trusted as HTML; JavaScript and CSS are other languages.
+    class Markup:
+        def __html__(self) -> str:
+            return "1;alert(1)"
+
+    assert esc(name, htmltext("1;alert(1)")) == esc(name, "1;alert(1)")
+    assert esc(name, Markup()) == esc(name, "1;alert(1)")
 
 
 URL_STARTS = {
