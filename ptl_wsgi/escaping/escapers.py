@@ -240,8 +240,7 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
-            "markup": base_name not in URL_START_BASES
-            and base_name not in MARKUP_AS_VALUE_BASES,
+            "markup": base_name not in URL_START_BASES and base_name not in MARKUP_AS_VALUE_BASES,
             "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
