@@ -23,6 +23,7 @@ from ptl_wsgi.escaping.rules import (
     DEFAULT_SCHEMES,
     INT_SAFE_BASES,
     MARKUP_AS_VALUE_BASES,
+    MARKUP_ESCAPED_LAYERS,
     SCRIPT_SCHEMES,
     UNSAFE_CSS,
     UNSAFE_URL,
@@ -143,6 +144,19 @@ def _layers(escape: Text) -> dict[str, Text]:
     return {"": _identity, "q": escape, "u": markup.unquoted, "u0": markup.unquoted_start}
 
 
+def _markup_layers() -> dict[str, Text]:
+    """What each layer does to the text of markup kept as markup
+    (:data:`~ptl_wsgi.escaping.rules.MARKUP_ESCAPED_LAYERS`)."""
+    from ptl_wsgi.escaping import markup
+
+    return {
+        "": _identity,
+        "q": _identity,
+        "u": markup.unquoted_markup,
+        "u0": markup.unquoted_markup_start,
+    }
+
+
 # The characters a plan describes one by one; the rest of a value's characters are
 # the twin's business (docs: "what stays in Python").
 _ASCII = tuple(map(chr, range(128)))
@@ -180,7 +194,9 @@ def _affixes(first: str, second: str) -> tuple[str, str]:
     return first[:head], first[len(first) - tail :]
 
 
-def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bool) -> Plan | None:
+def _planner(
+    base_name: str, base: Text, layer: Text, char_layer: Text, ints: bool, layer_name: str = ""
+) -> Plan | None:
     """The plan of one escaper for a twin's fast path: *base* then *layer*, described by
     what they make of each ASCII character (*char_layer* is *layer* for a non-empty text:
     the start of an unquoted value makes only empty text ``""``).  None for the bases
@@ -240,7 +256,9 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
-            "markup": base_name not in URL_START_BASES and base_name not in MARKUP_AS_VALUE_BASES,
+            "markup": base_name not in URL_START_BASES
+            and base_name not in MARKUP_AS_VALUE_BASES
+            and layer_name not in MARKUP_ESCAPED_LAYERS,
             "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
@@ -315,7 +333,7 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
             return None
         return make(str(value.__html__()))
 
-    def compose(name: str, base: Text, layer: Text) -> Escaper:
+    def compose(name: str, base: Text, layer: Text, markup_layer: Text) -> Escaper:
         ints = name in INT_SAFE_BASES
         kept = name not in MARKUP_AS_VALUE_BASES
         # Where a URL starts, markup is trusted as markup but its scheme is still
@@ -333,6 +351,8 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
                 if found is not None:
                     if checks_scheme and UNSAFE_URL in base(html.unescape(str(found))):
                         return make(layer(UNSAFE_URL))
+                    if markup_layer is not _identity:
+                        return make(markup_layer(str(found)))
                     return found
                 text = _text(value)
             return make(layer(base(text)))
@@ -365,13 +385,14 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
         return escaped if is_markup(value) else make(" " + escaped)
 
     found: dict[str, Escaper] = {}
-    bases, layers = _bases(escape), _layers(escape)
+    bases, layers, markup_layers = _bases(escape), _layers(escape), _markup_layers()
     for name, base_name, layer_name in _escaper_names():
         layer = layers[layer_name]
         if base_name == "js_value":
             found[name] = _named(compose_js_value(layer), name)
         else:
-            found[name] = _named(compose(base_name, bases[base_name], layer), name)
+            kept = markup_layers[layer_name]
+            found[name] = _named(compose(base_name, bases[base_name], layer, kept), name)
     # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
     found["json_value"] = _named(compose_js_value(_identity, js.json_value), "json_value")
     found["attr_name"] = _named(attr_name, "attr_name")
@@ -403,7 +424,7 @@ def plans(escape: Text) -> dict[str, dict[str, Any]]:
         ints = base_name in INT_SAFE_BASES
         char_layer = layers["u" if layer_name == "u0" else layer_name]
         base, layer = bases[base_name], layers[layer_name]
-        plan = _planner(base_name, base, layer, char_layer, ints)
+        plan = _planner(base_name, base, layer, char_layer, ints, layer_name)
         if plan is None:
             continue
         found[name] = plan()

@@ -32,6 +32,7 @@ __all__ = [
     "K_URL",
     "K_URL_LIST",
     "MARKUP_AS_VALUE_BASES",
+    "MARKUP_ESCAPED_LAYERS",
     "NONCE_ATTRIBUTE",
     "NONCE_ELEMENTS",
     "NONCE_LINK_RELS",
@@ -223,6 +224,12 @@ URL_START_BASES = frozenset({"url", "url_list", "srcset"})
 MARKUP_AS_VALUE_BASES = frozenset(
     {"js_value", "json_value", "js_string", "json_string", "js_regexp", "css", "css_string", "drop"}
 )
+
+#: Layers (of an escaper's name: ``u`` an unquoted attribute value, ``u0`` its start)
+#: where markup kept as markup is escaped all the same, but for its character references:
+#: markup's own escaping was made for text, and a space, ``=`` or ``>`` in it (which
+#: ``format_html`` leaves) would end the value and add an attribute.
+MARKUP_ESCAPED_LAYERS = frozenset({"u", "u0"})
 
 
 def is_markup(value: Any) -> bool:

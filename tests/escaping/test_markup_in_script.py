@@ -232,3 +232,29 @@ def test_markup_in_a_tstring_is_a_value_in_scripts_and_styles(impl, context):
         expected = impl.module.htmlformat(make(text))
         for value in markups(impl, text):
             assert impl.module.htmlformat(make(value)) == expected, type(value)
+
+
+# -- unquoted attribute values: markup's own escaping (for text) leaves spaces and "=" -------
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        ("<input value=VALUE>", "<input value=x&#32;onfocus&#61;alert(1)&#32;autofocus>"),
+        ("<a href=VALUE>x</a>", "<a href=x&#32;onfocus&#61;alert(1)&#32;autofocus>x</a>"),
+        ("<input value=aVALUE>", "<input value=ax&#32;onfocus&#61;alert(1)&#32;autofocus>"),
+    ],
+)
+def test_markup_in_an_unquoted_attribute_cannot_add_attributes(impl, markup, expected):
+    user = "x onfocus=alert(1) autofocus"
+    for value in [*markups(impl, user), format_html("{}", user)]:
+        assert impl.htmltext(brace(markup)).format(value) == expected, type(value)
+        assert impl.htmltext(percent(markup)) % (value,) == expected, type(value)
+
+
+def test_markup_in_an_unquoted_attribute_keeps_its_references(impl):
+    # Markup's "&amp;" means "&" in the attribute, as in text; its "<" and quotes are data.
+    for value in markups(impl, "a&amp;b <i>'\""):
+        result = impl.htmltext("<p title={}>x</p>").format(value)
+        assert result == "<p title=a&amp;b&#32;&#60;i&#62;&#39;&#34;>x</p>", type(value)
+    assert impl.htmltext("<p title={}>x</p>").format(Markup("")) == '<p title="">x</p>'
