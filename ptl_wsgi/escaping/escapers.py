@@ -28,6 +28,7 @@ from ptl_wsgi.escaping.rules import (
     UNSAFE_CSS,
     UNSAFE_URL,
     URL_START_BASES,
+    is_json_markup,
     is_markup,
 )
 
@@ -361,6 +362,11 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
 
     def compose_js_value(layer: Text, encode: Callable[[Any], str] = js.js_value) -> Escaper:
         def escaper(value: Any) -> Any:
+            if is_json_markup(value):
+                # JSON a trusted encoder made for a page: the value it is ("a-" and a
+                # "-1" must not make "a--1").
+                text = str(value)
+                return make(layer(" " + text if text.startswith("-") else text))
             if is_markup(value):
                 # HTML, not JavaScript: its text is a string there.
                 value = _text(value)

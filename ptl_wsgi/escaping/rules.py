@@ -47,6 +47,7 @@ __all__ = [
     "URL_START_BASES",
     "attribute_kind",
     "is_items",
+    "is_json_markup",
     "is_markup",
     "is_template",
     "takes_nonce",
@@ -241,6 +242,13 @@ def is_markup(value: Any) -> bool:
     raises TypeError, in the escapers as in ``htmlescape``.
     """
     return getattr(value, "__html__", None) is not None
+
+
+def is_json_markup(value: Any) -> bool:
+    """Whether *value* is JSON text made for a page by the project's encoder
+    (``escaping.js.JSONMarkup``, the ``tojson`` filter's): the one markup that a script
+    takes as it is, where a JavaScript or JSON value goes.  Its class says so."""
+    return getattr(type(value), "__ptl_json__", False) is True
 
 
 _ITEMS = (list, tuple, type(_ for _ in ()))

@@ -258,3 +258,34 @@ def test_markup_in_an_unquoted_attribute_keeps_its_references(impl):
         result = impl.htmltext("<p title={}>x</p>").format(value)
         assert result == "<p title=a&amp;b&#32;&#60;i&#62;&#39;&#34;>x</p>", type(value)
     assert impl.htmltext("<p title={}>x</p>").format(Markup("")) == '<p title="">x</p>'
+
+
+# -- the one markup a script takes as it is: JSON a trusted encoder made (tojson) ----------
+
+
+def test_tojson_output_is_the_javascript_value_it_is(impl):
+    from ptl_wsgi.filters.jinja2 import tojson
+
+    data = {"a": "</script><b>'", "n": -1}
+    value = tojson(data)
+    text = '{"a": "\\u003c/script\\u003e\\u003cb\\u003e\\u0027", "n": -1}'
+    assert str(value) == text
+    assert impl.htmltext("<script>var d = {};</script>").format(value) == (
+        f"<script>var d = {text};</script>"
+    )
+    assert impl.htmltext('<script type="application/json">{}</script>').format(value) == (
+        f'<script type="application/json">{text}</script>'
+    )
+    # "a-" and "-1" do not make "a--1".
+    assert impl.htmltext("<script>a-{};</script>").format(tojson(-1)) == "<script>a- -1;</script>"
+    # In a handler the attribute's HTML escaping still applies; in a string it is a value.
+    assert impl.htmltext('<a onclick="f({})">x</a>').format(tojson("x")) == (
+        '<a onclick="f(&quot;x&quot;)">x</a>'
+    )
+    assert impl.htmltext('<script>var s = "{}";</script>').format(tojson("x")) == (
+        '<script>var s = "\\x22x\\x22";</script>'
+    )
+    # Any other markup spelling JSON is a value.
+    assert impl.htmltext("<script>var d = {};</script>").format(Markup("1")) == (
+        '<script>var d =  "1" ;</script>'
+    )
