@@ -227,11 +227,21 @@ def test_markup_in_a_compiled_template_is_a_value_in_scripts_and_styles(context)
 @pytest.mark.parametrize("context", sorted(SCRIPT_AND_STYLE))
 def test_markup_in_a_tstring_is_a_value_in_scripts_and_styles(impl, context):
     markup = SCRIPT_AND_STYLE[context]
+    from ptl_wsgi.escaping.planner import contextual_format
+    from ptl_wsgi.html import htmlformat
+
+    escapers = for_class(impl.htmltext, impl.module)
+
+    def twins_format(template: Any) -> str:
+        return contextual_format(template, escapers, impl.module.format_field)
+
     make = eval(f"lambda v: t{brace(markup).replace('{}', '{v}')!r}")
     for text in HOSTILE:
-        expected = impl.module.htmlformat(make(text))
+        expected = twins_format(make(text))
+        assert str(htmlformat(make(text))) == expected  # the public one, the active twin's
         for value in markups(impl, text):
-            assert impl.module.htmlformat(make(value)) == expected, type(value)
+            assert twins_format(make(value)) == expected, type(value)
+            assert str(htmlformat(make(value))) == expected, type(value)
 
 
 # -- unquoted attribute values: markup's own escaping (for text) leaves spaces and "=" -------
