@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from browser import BROWSER_ONLY
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from hypothesis import given, settings
@@ -299,3 +301,33 @@ def test_tojson_output_is_the_javascript_value_it_is(impl):
     assert impl.htmltext("<script>var d = {};</script>").format(Markup("1")) == (
         '<script>var d =  "1" ;</script>'
     )
+
+
+# -- in Chromium: nothing runs ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    from browser import XSSBrowser
+
+    with XSSBrowser() as browser:
+        yield browser
+
+
+@pytest.mark.parametrize("context", [pytest.param(c, marks=BROWSER_ONLY) for c in SCRIPT_AND_STYLE])
+def test_markup_in_a_script_or_style_runs_nothing_in_chromium(chromium: Any, context: str) -> None:
+    from browser import visit_body
+
+    from ptl_wsgi.html import htmltext
+
+    markup = brace(SCRIPT_AND_STYLE[context])
+    pages = [
+        str(htmltext(markup).format(value))
+        for text in HOSTILE
+        for value in (Markup(text), SafeString(text), htmltext(text))
+    ]
+    pages += [str(format_html(htmltext(markup), text)) for text in HOSTILE]
+    # The harness sees script that runs: the same markup written by a literal.
+    assert visit_body(chromium, "<script>alert(1)</script>", "http://127.0.0.1/") != []
+    for page in pages:
+        assert visit_body(chromium, page, "http://127.0.0.1/") == [], page
