@@ -7,25 +7,28 @@ programs, and make sure the first line finds a Python with ptl_wsgi installed
 ``python -m ptl_wsgi.cgiapp`` compiles the file as a PTL module named __main__.
 """
 
-from ptl_wsgi import htmltext
 from ptl_wsgi.cgiapp import run_cgi
 
+
 # The look of the other example sites, inline: a CGI program is one file.
-# Outside a template a literal is a plain str: say explicitly that this one is markup.
-STYLE = htmltext("""
+def stylesheet [html] ():
+    # A literal: trusted CSS, followed by the engine and given the CSP nonce.  (A
+    # markup value in a <style> is a value, never CSS: docs/contextual-escaping.md.)
+    """<style>
 body { font: 16px/1.5 system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 header { border-bottom: 1px solid #ddd; padding-bottom: .5rem; }
 .greeting { font-size: 1.25rem; }
 .echo { background: #e8f5e9; padding: .5rem 1rem; }
 input { width: 70%; }
 footer { margin-top: 2.5rem; color: #666; font-size: 90%; }
-""")
+</style>
+"""
 
 
 def layout [html] (title, body):
     "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>\n"
     "<title>%s · PTL via CGI</title>\n" % title
-    "<style>%s</style>\n" % STYLE
+    stylesheet()
     "</head>\n<body>\n<header><strong>PTL via CGI</strong></header>\n"
     "<h1>%s</h1>\n" % title
     body

@@ -5,8 +5,10 @@ place needs; :func:`build` makes the functions for one htmltext class, each
 taking any value and returning markup of that class (a non-negative int is
 returned as it is where its digits mean the same escaped or not, and the join
 formats it).  Values that are markup (:func:`~ptl_wsgi.escaping.rules.is_markup`)
-pass through unchanged in every context, as they do in text, except that a
-URL's scheme is still checked.
+pass through unchanged where the language is HTML, as they do in text (a URL's
+scheme is still checked); in a script or a style
+(:data:`~ptl_wsgi.escaping.rules.MARKUP_AS_VALUE_BASES`) markup is HTML, not code:
+its text is escaped as any value's.
 
 A name is ``BASE`` (inside ``<script>``, ``<style>`` or a comment) or
 ``BASE_LAYER``: the base encodes for the inner language (``url``, ``js``,
@@ -20,10 +22,13 @@ from __future__ import annotations
 from ptl_wsgi.escaping.rules import (
     DEFAULT_SCHEMES,
     INT_SAFE_BASES,
+    MARKUP_AS_VALUE_BASES,
+    MARKUP_ESCAPED_LAYERS,
     SCRIPT_SCHEMES,
     UNSAFE_CSS,
     UNSAFE_URL,
     URL_START_BASES,
+    is_json_markup,
     is_markup,
 )
 
@@ -140,6 +145,19 @@ def _layers(escape: Text) -> dict[str, Text]:
     return {"": _identity, "q": escape, "u": markup.unquoted, "u0": markup.unquoted_start}
 
 
+def _markup_layers() -> dict[str, Text]:
+    """What each layer does to the text of markup kept as markup
+    (:data:`~ptl_wsgi.escaping.rules.MARKUP_ESCAPED_LAYERS`)."""
+    from ptl_wsgi.escaping import markup
+
+    return {
+        "": _identity,
+        "q": _identity,
+        "u": markup.unquoted_markup,
+        "u0": markup.unquoted_markup_start,
+    }
+
+
 # The characters a plan describes one by one; the rest of a value's characters are
 # the twin's business (docs: "what stays in Python").
 _ASCII = tuple(map(chr, range(128)))
@@ -177,7 +195,9 @@ def _affixes(first: str, second: str) -> tuple[str, str]:
     return first[:head], first[len(first) - tail :]
 
 
-def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bool) -> Plan | None:
+def _planner(
+    base_name: str, base: Text, layer: Text, char_layer: Text, ints: bool, layer_name: str = ""
+) -> Plan | None:
     """The plan of one escaper for a twin's fast path: *base* then *layer*, described by
     what they make of each ASCII character (*char_layer* is *layer* for a non-empty text:
     the start of an unquoted value makes only empty text ``""``).  None for the bases
@@ -237,7 +257,9 @@ def _planner(base_name: str, base: Text, layer: Text, char_layer: Text, ints: bo
             "non_ascii": base_name not in ("css", *_LISTS)
             and char(_NON_ASCII_PROBE) == prefix + _NON_ASCII_PROBE + suffix,
             "ints": ints,
-            "markup": base_name not in URL_START_BASES,
+            "markup": base_name not in URL_START_BASES
+            and base_name not in MARKUP_AS_VALUE_BASES
+            and layer_name not in MARKUP_ESCAPED_LAYERS,
             "first_slash": layer(url.url_slash("/")) if base_name == "url_slash" else None,
             "refused": css.REFUSED if base_name == "css" else None,
             # What the CSS filter makes of a value it refuses, and the characters that
@@ -312,8 +334,9 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
             return None
         return make(str(value.__html__()))
 
-    def compose(name: str, base: Text, layer: Text) -> Escaper:
+    def compose(name: str, base: Text, layer: Text, markup_layer: Text) -> Escaper:
         ints = name in INT_SAFE_BASES
+        kept = name not in MARKUP_AS_VALUE_BASES
         # Where a URL starts, markup is trusted as markup but its scheme is still
         # checked: markup made for text (a fragment, a helper template's result) has
         # its values escaped for text only, and a script URL in it would run.
@@ -325,21 +348,28 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
             elif type(value) is int and ints and value >= 0:
                 return value
             else:
-                found = to_markup(value)
+                found = to_markup(value) if kept else None
                 if found is not None:
                     if checks_scheme and UNSAFE_URL in base(html.unescape(str(found))):
                         return make(layer(UNSAFE_URL))
+                    if markup_layer is not _identity:
+                        return make(markup_layer(str(found)))
                     return found
-                text = str(value)
+                text = _text(value)
             return make(layer(base(text)))
 
         return escaper
 
     def compose_js_value(layer: Text, encode: Callable[[Any], str] = js.js_value) -> Escaper:
         def escaper(value: Any) -> Any:
-            found = to_markup(value)
-            if found is not None:
-                return found
+            if is_json_markup(value):
+                # JSON a trusted encoder made for a page: the value it is ("a-" and a
+                # "-1" must not make "a--1").
+                text = str(value)
+                return make(layer(" " + text if text.startswith("-") else text))
+            if is_markup(value):
+                # HTML, not JavaScript: its text is a string there.
+                value = _text(value)
             return make(layer(encode(value)))
 
         return escaper
@@ -361,18 +391,27 @@ def references(cls: type, twin: Twin) -> dict[str, Escaper]:
         return escaped if is_markup(value) else make(" " + escaped)
 
     found: dict[str, Escaper] = {}
-    bases, layers = _bases(escape), _layers(escape)
+    bases, layers, markup_layers = _bases(escape), _layers(escape), _markup_layers()
     for name, base_name, layer_name in _escaper_names():
         layer = layers[layer_name]
         if base_name == "js_value":
             found[name] = _named(compose_js_value(layer), name)
         else:
-            found[name] = _named(compose(base_name, bases[base_name], layer), name)
+            kept = markup_layers[layer_name]
+            found[name] = _named(compose(base_name, bases[base_name], layer, kept), name)
     # (Script bodies only; no plan: a JSON value is one call of json.dumps.)
     found["json_value"] = _named(compose_js_value(_identity, js.json_value), "json_value")
     found["attr_name"] = _named(attr_name, "attr_name")
     found["tag_attrs"] = _named(tag_attrs, "tag_attrs")
     return found
+
+
+def _text(value: Any) -> str:
+    """The text of a value where it is escaped: a markup value's ``__html__()``
+    (what it would put in text), anything else's ``str()``."""
+    if is_markup(value):
+        return str(value.__html__())
+    return str(value)
 
 
 def _named(function: Escaper, name: str) -> Escaper:
@@ -391,7 +430,7 @@ def plans(escape: Text) -> dict[str, dict[str, Any]]:
         ints = base_name in INT_SAFE_BASES
         char_layer = layers["u" if layer_name == "u0" else layer_name]
         base, layer = bases[base_name], layers[layer_name]
-        plan = _planner(base_name, base, layer, char_layer, ints)
+        plan = _planner(base_name, base, layer, char_layer, ints, layer_name)
         if plan is None:
             continue
         found[name] = plan()

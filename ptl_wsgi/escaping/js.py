@@ -15,7 +15,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["js_regexp", "js_string", "js_value", "json_string", "json_text", "json_value"]
+__all__ = [
+    "JSONMarkup",
+    "js_regexp",
+    "js_string",
+    "js_value",
+    "json_string",
+    "json_text",
+    "json_value",
+]
 
 _STRING_UNSAFE = re.compile("[\\\\\"'`$<>&/\x00-\x1f\x7f\u2028\u2029\ud800-\udfff]")
 _REGEXP_UNSAFE = re.compile(
@@ -26,6 +34,20 @@ _JSON_UNSAFE = re.compile(f"[{JSON_UNSAFE}]")
 # "/" too in a JS value: should a regular expression ever be taken for an expression,
 # a value still could not end it.
 _VALUE_UNSAFE = re.compile(f"[{JSON_UNSAFE}/]")
+
+
+class JSONMarkup(str):
+    """JSON text that is safe in a page (``<``, ``>``, ``&`` written as ``\\u`` escapes):
+    markup in HTML, and, where a JavaScript or JSON value goes in a script, that value
+    as it is (:func:`~ptl_wsgi.escaping.rules.is_json_markup`).  Anywhere else in a
+    script or a style it is a value like any other markup.  Make it only of JSON a
+    trusted encoder wrote: it is trusted as data, as ``htmltext`` is as markup."""
+
+    __slots__ = ()
+    __ptl_json__ = True
+
+    def __html__(self) -> str:
+        return str(self)
 
 
 def _char(match: re.Match[str]) -> str:

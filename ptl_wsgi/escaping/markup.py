@@ -37,11 +37,14 @@ __all__ = [
     "comment",
     "drop",
     "unquoted",
+    "unquoted_markup",
+    "unquoted_markup_start",
     "unquoted_start",
 ]
 
 _COMMENT_UNSAFE = re.compile("[-!<>&]")
 _UNQUOTED_UNSAFE = re.compile("[\x00-\x20\x7f\"'`<=>&+]")
+_UNQUOTED_MARKUP_UNSAFE = re.compile("[\x00-\x20\x7f\"'`<=>+]")  # "&": its references
 _ATTR_NAMES = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_.:\-]*(?:\s+[A-Za-z_][A-Za-z0-9_.:\-]*)*\s*")
 
 
@@ -67,6 +70,17 @@ def unquoted(text: str) -> str:
 def unquoted_start(text: str) -> str:
     """At the start of an unquoted value: as :func:`unquoted`, and empty becomes ``""``."""
     return unquoted(text) if text else '""'
+
+
+def unquoted_markup(text: str) -> str:
+    """Markup's text inside an unquoted attribute value: as :func:`unquoted`, but its
+    character references kept (``&amp;`` means ``&`` there as in text)."""
+    return _UNQUOTED_MARKUP_UNSAFE.sub(_reference, text)
+
+
+def unquoted_markup_start(text: str) -> str:
+    """At the start of an unquoted value: as :func:`unquoted_markup`, empty as ``""``."""
+    return unquoted_markup(text) if text else '""'
 
 
 def attribute_names(text: str) -> bool:

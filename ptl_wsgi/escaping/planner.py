@@ -126,7 +126,8 @@ def contextual_format(
     """A PEP 750 Template as markup text, each value escaped for the context it lands in.
 
     *escapers* and *format_field* are one twin's.  Conversion and format spec are
-    applied first, then the escaper; markup values are kept; a nested Template is
+    applied first, then the escaper (which keeps markup where the language is HTML
+    and escapes its text in a script or a style); a nested Template is
     formatted the same way, kept as markup in a text-like context and escaped as
     a value anywhere else.  In a text-like context (text, a quoted plain attribute),
     a list, tuple or generator (:func:`~ptl_wsgi.escaping.rules.is_items`) with

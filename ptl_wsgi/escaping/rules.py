@@ -31,6 +31,8 @@ __all__ = [
     "K_SRCSET",
     "K_URL",
     "K_URL_LIST",
+    "MARKUP_AS_VALUE_BASES",
+    "MARKUP_ESCAPED_LAYERS",
     "NONCE_ATTRIBUTE",
     "NONCE_ELEMENTS",
     "NONCE_LINK_RELS",
@@ -45,6 +47,7 @@ __all__ = [
     "URL_START_BASES",
     "attribute_kind",
     "is_items",
+    "is_json_markup",
     "is_markup",
     "is_template",
     "takes_nonce",
@@ -213,6 +216,22 @@ INT_SAFE_BASES = frozenset(
 #: scheme checked (markup made for text escaped its own values for text only).
 URL_START_BASES = frozenset({"url", "url_list", "srcset"})
 
+#: Escapers (by base name) where a markup value is a value like any other, its text
+#: escaped: the languages of a script and a style (JavaScript, JSON, CSS, and their
+#: comments, where a value is dropped).  Markup is trusted as *HTML*; HTML escaping
+#: means nothing there, and Django's ``format_html`` makes every argument markup, so
+#: trusting it as code would run what a user gave.  Elsewhere markup is kept (a URL's
+#: start still has its scheme checked: :data:`URL_START_BASES`).
+MARKUP_AS_VALUE_BASES = frozenset(
+    {"js_value", "json_value", "js_string", "json_string", "js_regexp", "css", "css_string", "drop"}
+)
+
+#: Layers (of an escaper's name: ``u`` an unquoted attribute value, ``u0`` its start)
+#: where markup kept as markup is escaped all the same, but for its character references:
+#: markup's own escaping was made for text, and a space, ``=`` or ``>`` in it (which
+#: ``format_html`` leaves) would end the value and add an attribute.
+MARKUP_ESCAPED_LAYERS = frozenset({"u", "u0"})
+
 
 def is_markup(value: Any) -> bool:
     """Whether *value* is trusted markup: it has ``__html__`` (the protocol of
@@ -223,6 +242,13 @@ def is_markup(value: Any) -> bool:
     raises TypeError, in the escapers as in ``htmlescape``.
     """
     return getattr(value, "__html__", None) is not None
+
+
+def is_json_markup(value: Any) -> bool:
+    """Whether *value* is JSON text made for a page by the project's encoder
+    (``escaping.js.JSONMarkup``, the ``tojson`` filter's): the one markup that a script
+    takes as it is, where a JavaScript or JSON value goes.  Its class says so."""
+    return getattr(type(value), "__ptl_json__", False) is True
 
 
 _ITEMS = (list, tuple, type(_ for _ in ()))

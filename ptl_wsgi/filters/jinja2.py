@@ -26,6 +26,7 @@ from numbers import Number
 from typing import Any, NamedTuple
 from urllib.parse import quote_from_bytes
 
+from ptl_wsgi.escaping.js import JSONMarkup
 from ptl_wsgi.escaping.rules import is_markup
 from ptl_wsgi.html import htmlescape, htmltext
 from ptl_wsgi.idioms import Undefined, at, converted_name, is_undefined
@@ -587,7 +588,8 @@ _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"}
 def tojson(value: Any, indent: int | None = None) -> Any:
     """``|tojson``: JSON safe in HTML (``<>&'`` as ``\\u`` escapes), as markup."""
     text = json.dumps(value, indent=indent, sort_keys=True)
-    return htmltext(re.sub(r"[<>&']", lambda m: _JSON_ESCAPES[m.group()], text))
+    # JSONMarkup: markup, and in a script the JavaScript value it is (not a string of it).
+    return JSONMarkup(re.sub(r"[<>&']", lambda m: _JSON_ESCAPES[m.group()], text))
 
 
 def title(s: Any) -> str:

@@ -122,18 +122,20 @@ def test_a_hostile_value_in_every_context_and_style(
     assert str(module.f(value)) == expected
 
 
-def test_markup_is_trusted_in_every_context_but_a_urls_scheme() -> None:
+def test_markup_is_trusted_as_html_but_a_urls_scheme_is_checked() -> None:
     module = load(
         """
         def f [html] (v):
-            f'<a href="{v}" onclick="{v}" style="{v}">{v}</a><script>{v}</script>'
+            f'<a href="{v}" title="{v}" onclick="{v}" style="{v}">{v}</a><script>{v}</script>'
         """
     )
     value = htmltext("javascript:go()")
-    # Everywhere but where a URL starts: there its scheme is checked, markup or not.
+    # Kept in text and a plain attribute; where a URL starts its scheme is checked, markup
+    # or not; in a script or a style markup (HTML) is a value, never code.
     assert module.f(value) == (
-        '<a href="about:invalid#ptl-unsafe-url" onclick="javascript:go()" '
-        'style="javascript:go()">javascript:go()</a><script>javascript:go()</script>'
+        '<a href="about:invalid#ptl-unsafe-url" title="javascript:go()" '
+        'onclick=" &quot;javascript:go()&quot; " style="ZptlZ">javascript:go()</a>'
+        '<script> "javascript:go()" </script>'
     )
 
 
@@ -230,8 +232,10 @@ def test_a_nested_template_starts_in_text_and_a_call_is_balanced() -> None:
             inner(v)
         """
     )
+    # In the script the nested template's markup is a value (a JSON string), never code.
     assert module.outer("javascript:x") == (
-        '<script>var x = <a href="about:invalid#ptl-unsafe-url"></a>;</script>'
+        '<script>var x =  "\\u003ca href=\\"about:invalid#ptl-unsafe-url\\"\\u003e'
+        '\\u003c\\u002fa\\u003e" ;</script>'
         '<a href="about:invalid#ptl-unsafe-url"></a>'
     )
 

@@ -7,6 +7,7 @@ and where the context can carry it, the value arrives intact.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
@@ -26,6 +27,7 @@ from ptl_wsgi.escapers import (
 )
 from ptl_wsgi.escaping.context import ContextError
 from ptl_wsgi.escaping.planner import plan
+from ptl_wsgi.escaping.rules import MARKUP_AS_VALUE_BASES
 from ptl_wsgi.html import htmltext
 
 html5lib = pytest.importorskip("html5lib")
@@ -102,8 +104,21 @@ def test_escaper_examples(name: str, value: Any, expected: str) -> None:
     assert esc(name, value) == expected
 
 
-@pytest.mark.parametrize("name", sorted(ESCAPERS))
-def test_markup_passes_every_escaper_unchanged(name: str) -> None:
+def _base(name: str) -> str:
+    return name if name in ESCAPER_BASES else name.rpartition("_")[0]
+
+
+ESCAPER_BASES = {"json_value", "attr_name", "tag_attrs"} | {
+    n for n in ESCAPERS if "_" not in n or n.rpartition("_")[2] not in ("q", "u", "u0")
+}
+IN_SCRIPT_OR_STYLE = sorted(n for n in ESCAPERS if _base(n) in MARKUP_AS_VALUE_BASES)
+
+
+UNQUOTED = sorted(n for n in ESCAPERS if n.endswith(("_u", "_u0")) and n not in IN_SCRIPT_OR_STYLE)
+
+
+@pytest.mark.parametrize("name", sorted(set(ESCAPERS) - set(IN_SCRIPT_OR_STYLE) - set(UNQUOTED)))
+def test_markup_passes_every_html_escaper_unchanged(name: str) -> None:
     class Markup:
         def __html__(self) -> str:
             return "<b onclick=x>"
@@ -113,6 +128,26 @@ def test_markup_passes_every_escaper_unchanged(name: str) -> None:
         return  # markup at a URL's start is a URL too: see the test below
     assert esc(name, htmltext("<i>")) == "<i>"
     assert esc(name, Markup()) == "<b onclick=x>"
+
+
+@pytest.mark.parametrize("name", IN_SCRIPT_OR_STYLE)
+def test_markup_in_a_script_or_style_is_escaped_as_its_text(name: str) -> None:
+    # Markup is trusted as HTML; JavaScript and CSS are other languages.
+    class Markup:
+        def __html__(self) -> str:
+            return "1;alert(1)"
+
+    assert esc(name, htmltext("1;alert(1)")) == esc(name, "1;alert(1)")
+    assert esc(name, Markup()) == esc(name, "1;alert(1)")
+
+
+@pytest.mark.parametrize("name", UNQUOTED)
+def test_markup_in_an_unquoted_value_keeps_only_its_references(name: str) -> None:
+    # A space, "=" or ">" of markup (made for text) would end the value: as references.
+    for text in ("/i?a=1&amp;b=2", "<i> x=1 onclick=f()>"):
+        out = esc(name, htmltext(text))
+        assert not re.search("[\x00-\x20\"'`<=>]", out), out
+        assert html.unescape(out) in (html.unescape(text), UNSAFE_URL), out
 
 
 URL_STARTS = {

@@ -184,6 +184,8 @@ PERCENT_TOKENS = [
     "%s", "%r", "%a", "%d", "%i", "%5s", "%-3s", "%.2s", "%.2f", "%x", "%#X", "%o", "%e",
     "%g", "%c", "%3c", "%%", "%(a)s", "%(b)r", "%(<k>)d", "%()s", "%*s", "%.*s", "%-*.*s",
     "%", "%(", "%(a", "%y", "%5%", "%ld", "%05d", "%+d",
+    # Values in a script, a style and an unquoted attribute (markup is a value there).
+    "<script>var x = %s;</script>", '<p style="color:%s">', "<i title=%s>",
 ]  # fmt: skip
 percent_formats = st.lists(st.one_of(st.sampled_from(PERCENT_TOKENS), texts), max_size=5).map(
     "".join
@@ -192,6 +194,8 @@ BRACE_TOKENS = [
     "{}", "{0}", "{1}", "{a}", "{b}", "{0!r}", "{0!s:>5}", "{a!a}", "{:>4}", "{0[0]}",
     "{0[a]}", "{a.real}", "{{", "}}", "{", "}", "{0:.2}", "{:x}", "{0:{1}}", "{:*^7}",
     "{!z}", "{:d}", "{0.__class__}",
+    # Values in a script, a style and an unquoted attribute (markup is a value there).
+    "<script>var x = {};</script>", '<style>p{{content:"{0}"}}</style>', "<i title={a}>",
 ]  # fmt: skip
 brace_formats = st.lists(st.one_of(st.sampled_from(BRACE_TOKENS), texts), max_size=5).map("".join)
 SPECS = ["", ">5", "<3", "^7", "*^9", ".2", ".2f", "x", "#x", ",", "d", "05", "+", "!", "%"]
