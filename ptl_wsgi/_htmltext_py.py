@@ -544,7 +544,18 @@ def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     return _format_mod(fmt, arg, False, nonces)
 
 
+def _without_nonce(fmt: str) -> str:
+    """*fmt* without the current CSP nonce attribute, in a nonce scope (``_nonce_used``
+    tested by the caller): markup a template's literal took the nonce in, where it was
+    evaluated, and that is now a format.  The twins cut and plan a format by its text,
+    so no cache may see a nonce; the engine puts the nonce back at its slots."""
+    attr = _nonce_attribute()
+    return fmt.replace(attr, "") if attr and attr in fmt else fmt
+
+
 def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
+    if contextual and _nonce_used[0]:
+        fmt = _without_nonce(fmt)
     cut = _split_format(fmt)
     units, tail, simple, plan, _ = cut
     if not contextual:
@@ -955,6 +966,8 @@ class HtmlTextBase(str):
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
         source = str.__str__(self)
+        if _nonce_used[0]:
+            source = _without_nonce(source)
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
@@ -966,6 +979,8 @@ class HtmlTextBase(str):
 
     def format_map(self, mapping: Any, /) -> Any:
         source = str.__str__(self)
+        if _nonce_used[0]:
+            source = _without_nonce(source)
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)

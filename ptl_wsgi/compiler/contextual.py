@@ -145,19 +145,65 @@ class _ContextualWalk(_OutputPieces):
             self.csp_finding(kind, name, _spot_in(node, text, offset, self.lines))
         return after
 
-    def literal_without_nonce(self, text: str, node: Spot) -> None:
-        """Report literal *text* (at *node*, not output where it stands) if it writes a
-        tag that takes the nonce: only an output statement's literals get one."""
-        if self.csp is None and not self.csp_strict:
-            return
+    def evaluated_nonces(self, text: str, node: ast.expr) -> tuple[int, ...]:
+        """Where the CSP nonce goes in literal *text* (at *node*), which is evaluated where
+        it stands, not output there: it becomes markup, which is written out later or
+        elsewhere (assigned, chosen, added with "+", passed to a call).  It is parsed
+        from where its "+" chain puts it (``_ptl_from``, see :meth:`follow_chain`) or
+        from text, as markup is.  A msgid (``_ptl_msgid``) takes no nonce (its
+        translation is looked up by its text), nor a tag the literal leaves open for
+        what is added to it: both are reported."""
+        start = getattr(node, "_ptl_from", TEXT)
         slots: list[int] = []
         try:
-            after = advance(TEXT, text, slots=slots)
+            after = advance(TEXT if start is None else start, text, slots=slots)
         except ContextError:
-            return  # (markup that cannot be followed is refused where it is output)
-        if slots or after.nonce:  # (a tag that takes one, closed here or left open)
-            name = _tag_at(text, slots[0]) if slots else after.element
-            self.csp_finding("literal-no-nonce", name, node)
+            return ()  # (markup that cannot be followed is refused where it is output)
+        if getattr(node, "_ptl_msgid", False) or start is None:
+            if slots or after.nonce:
+                name = _tag_at(text, slots[0]) if slots else after.element
+                kind = "msgid-no-nonce" if start is not None else "literal-no-nonce"
+                self.csp_finding(kind, name, node)
+            return ()
+        if after.nonce and not hasattr(node, "_ptl_from"):
+            self.csp_finding("literal-no-nonce", after.element, node)  # (left open)
+        return tuple(slots)
+
+    def follow_chain(self, node: ast.BinOp) -> None:
+        """Mark each literal operand of "+" chain *node* with the context it lands in
+        (``_ptl_from``; None where the chain cannot be followed), from where output is
+        (an output statement's whole value) or from text, so that a literal that closes
+        a tag another one opened (``"<script src=" + u + "></script>"``) takes the
+        nonce at its ``>``.  A tag the chain leaves open takes none: reported."""
+        if getattr(node, "_ptl_in_chain", False):
+            return
+        operands = _added(node)
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add):
+                inner._ptl_in_chain = True  # type: ignore[attr-defined]
+        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+            return
+        ctx: Context | None = (self.ctx or TEXT) if node is self.output_value else TEXT
+        for operand in operands:
+            literal = _text_of(operand) is not None or _is_fstring(operand)
+            if literal:
+                operand._ptl_from = ctx  # type: ignore[attr-defined]
+            if ctx is None:
+                continue
+            try:
+                if _text_of(operand) is not None:
+                    ctx = advance(ctx, _text_of(operand) or "")
+                elif _is_fstring(operand):
+                    for part in operand.values:  # type: ignore[attr-defined]
+                        text = _text_of(part)
+                        ctx = after_value(ctx) if text is None else advance(ctx, text)
+                else:
+                    escaper_for(ctx)  # (where no value may go, the chain is not followed)
+                    ctx = after_value(ctx)
+            except ContextError:
+                ctx = None
+        if ctx is not None and ctx.nonce:
+            self.csp_finding("literal-no-nonce", ctx.element, node)
 
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
@@ -213,10 +259,11 @@ class _ContextualWalk(_OutputPieces):
         if not self.tracking:
             return [None] * holes
         own = node is self.output_value
-        ctx = (self.ctx if self.ctx is not None else TEXT) if own else TEXT
+        start = getattr(node, "_ptl_from", TEXT)  # (a "+" chain's operand: see follow_chain)
+        ctx = (self.ctx if self.ctx is not None else TEXT) if own else (start or TEXT)
         escapers: list[str | None] = []
         nonces: list[tuple[int, ...]] = []  # per literal part, where the CSP nonce goes
-        missing = ""  # the first tag that takes one
+        first = ""  # the first tag that takes one
         refs_left = iter(refs)
         numbers = iter(numeric or [False] * holes)
         for part in parts:
@@ -242,19 +289,21 @@ class _ContextualWalk(_OutputPieces):
                     self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
-                if (slots or ctx.nonce) and not own and not missing:
-                    missing = _tag_at(part, slots[0]) if slots else ctx.element
-                    self.csp_finding("literal-no-nonce", missing, node)
-                if own:
-                    # Formatted whole at run time: visit_Constant and visit_BinOp pass these
-                    # on, visit_format cannot (see there).
-                    nonces.append(tuple(slots))
-                    if slots and not missing:
-                        missing = _tag_at(part, slots[0])
+                # Output where it stands or evaluated (markup written later): the callers
+                # pass these on (visit_Constant, visit_BinOp, visit_JoinedStr), or report
+                # that they cannot (visit_format).
+                nonces.append(tuple(slots))
+                if slots and not first:
+                    first = _tag_at(part, slots[0])
         if own:
             self.ctx, self.output_value = ctx, None
-            self.fragment_nonces = tuple(nonces) if missing else ()
-            self.fragment_tag = missing
+        elif start is None and first:
+            self.csp_finding("literal-no-nonce", first, node)  # (a chain not followed)
+            first = ""
+        elif ctx.nonce and not hasattr(node, "_ptl_from"):
+            self.csp_finding("literal-no-nonce", ctx.element, node)  # (a tag left open)
+        self.fragment_nonces = tuple(nonces) if first else ()
+        self.fragment_tag = first
         return escapers
 
     def merge(
@@ -520,6 +569,7 @@ class _ContextualWalk(_OutputPieces):
         fields = _percent_fields(node.left.value)
         numeric = [_digits_only(field) for field in fields]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
+        node._ptl_nonces = self.taken_nonces()  # type: ignore[attr-defined]  # (visit_BinOp's)
         wanted = [
             i
             for i, (escaper, digits) in enumerate(zip(escapers, numeric, strict=True))
@@ -633,9 +683,8 @@ class _ContextualWalk(_OutputPieces):
             if field is not None:
                 parts.append(None)
         parts.append("")
-        own = node is self.output_value
         escapers = self.fragment(node, parts, [node] * parts.count(None))
-        if own and self.fragment_nonces:
+        if self.taken_nonces():
             # str.format's text is not cut here as the twin cuts it: no nonce goes in.
             self.csp_finding("no-nonce", self.fragment_tag, node)
         node.func.value._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)

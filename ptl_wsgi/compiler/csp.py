@@ -55,9 +55,14 @@ KINDS: dict[str, tuple[bool, str]] = {
     ),
     "literal-no-nonce": (
         True,
-        "this literal writes a <{name}> that gets no automatic nonce: only the literals an "
-        "output statement writes where they stand get one (not one assigned, chosen or "
-        "added with +); write the tag as an output statement of its own",
+        "this literal leaves a <{name}> start tag open for what is added to it, so the tag "
+        "gets no automatic nonce (the nonce goes in where a literal closes the tag); close "
+        "the tag in a literal, or write the tag as one f-string or '%' format",
+    ),
+    "msgid-no-nonce": (
+        True,
+        "this msgid writes a <{name}>: its translation is looked up by its text, so it gets "
+        "no automatic nonce; keep the tag out of the message (translate the text inside it)",
     ),
     "script-src-value": (
         False,
@@ -121,6 +126,64 @@ def attrs_events(node: ast.Call) -> list[tuple[ast.expr, str]]:
             if attribute_kind(key.value) == K_JS:
                 found.append((key, key.value))
     return found
+
+
+# -- literals that are not written out -------------------------------------------------------
+#
+# A literal of an [html] template takes the nonce where it is evaluated (it is markup that
+# is written out later or elsewhere), except where it is evaluated to be looked for, not
+# written: compared with, a key, the argument of a str method that searches, a msgid.
+
+#: str methods whose argument is looked for in a text, not written out.
+SEARCHING_METHODS = frozenset(
+    {
+        "count", "endswith", "find", "index", "partition", "removeprefix", "removesuffix",
+        "replace", "rfind", "rindex", "rpartition", "rsplit", "split", "startswith",
+        "strip", "lstrip", "rstrip", "__contains__", "__eq__", "__ne__",
+    }
+)  # fmt: skip
+
+
+def is_gettext(func: ast.expr) -> bool:
+    """Whether a call of *func* looks a msgid up (``_``, ``N_``, ``gettext``, ``ngettext``,
+    ``pgettext``, ``lazy_gettext``, ``gettext_lazy``, ...), as message extractors read it."""
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name in ("_", "N_") or "gettext" in name
+
+
+def mark_unwritten(node: ast.expr) -> None:
+    """Mark the literals of *node* (through tuples, lists, sets, dicts, conditional
+    expressions and ``and``/``or``) as looked for, not written out: they take no nonce."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for item in node.elts:
+            mark_unwritten(item)
+    elif isinstance(node, ast.Dict):
+        for part in (*node.keys, *node.values):
+            if part is not None:
+                mark_unwritten(part)
+    elif isinstance(node, ast.IfExp):
+        mark_unwritten(node.body)
+        mark_unwritten(node.orelse)
+    elif isinstance(node, ast.BoolOp):
+        for value in node.values:
+            mark_unwritten(value)
+    elif isinstance(node, ast.Starred):
+        mark_unwritten(node.value)
+    elif isinstance(node, (ast.Constant, ast.JoinedStr)):
+        node._ptl_unwritten = True  # type: ignore[attr-defined]
+
+
+def mark_call_arguments(node: ast.Call) -> None:
+    """Mark the literal arguments of call *node* that are looked for (a searching str
+    method's) or looked up (a msgid: ``_ptl_msgid``, reported, as it takes no nonce)."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in SEARCHING_METHODS:
+        for arg in node.args:
+            mark_unwritten(arg)
+    elif is_gettext(func):
+        for arg in node.args:
+            if isinstance(arg, (ast.Constant, ast.JoinedStr)):
+                arg._ptl_msgid = True  # type: ignore[attr-defined]
 
 
 # -- hashes of static inline scripts --------------------------------------------------------

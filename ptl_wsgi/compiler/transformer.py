@@ -236,17 +236,31 @@ class _Transformer(_LoopFusion):
         if node is self.output_value:
             self.fragment(node, [node.value], [])
             # A literal output whole: the nonce goes in it as in a piece of text.
-            text = _Text(node.value, node, (self.fragment_nonces or ((),))[0])
+            text = _Text(node.value, node, (self.taken_nonces() or ((),))[0])
             return self.nonced(_name(self.hoist(node), node), text)
         if self.tracking and not getattr(node, "_ptl_unwritten", False):
-            # Trusted markup that is not output here: it gets no nonce where it lands.
-            self.literal_without_nonce(node.value, node)
+            # Trusted markup evaluated here, written out later or elsewhere: the nonce goes
+            # in where it is evaluated (in a nonce scope), as it would where it is output.
+            slots = self.evaluated_nonces(node.value, node)
+            if slots:
+                return self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
         return _name(self.hoist(node), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        # A literal compared with is not written out: no nonce to miss.
+        # A literal compared with (or looked for in a tuple, list, set or dict) is not
+        # written out: it is left as it is.
         for operand in (node.left, *node.comparators):
-            operand._ptl_unwritten = True  # type: ignore[attr-defined]
+            csp.mark_unwritten(operand)
+        return self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        csp.mark_unwritten(node.slice)  # (a key, not written out)
+        return self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        for key in node.keys:
+            if key is not None:
+                csp.mark_unwritten(key)
         return self.generic_visit(node)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
@@ -257,6 +271,8 @@ class _Transformer(_LoopFusion):
         fstring = _as_fstring(node)
         if node is self.output_value:
             self.output_value = fstring
+        if hasattr(node, "_ptl_from"):
+            fstring._ptl_from = node._ptl_from  # type: ignore[attr-defined]
         visited: ast.AST = self.visit(fstring)
         return visited
 
@@ -265,12 +281,17 @@ class _Transformer(_LoopFusion):
             return self.generic_visit(node)
         text = _all_text(node.values)
         if text is not None:
+            constant = _located(ast.Constant(text), node)
+            for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten"):
+                if hasattr(node, mark):
+                    setattr(constant, mark, getattr(node, mark))
             if node is self.output_value:
-                self.fragment(node, [text], [])
-            return self.visit_Constant(_located(ast.Constant(text), node))
+                self.output_value = constant
+            return self.visit_Constant(constant)
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
         parts = [_text_of(part) for part in node.values]
         escapers = iter(self.fragment(node, parts, fields))
+        nonces = self.taken_nonces()
         for part in node.values:
             if not isinstance(part, ast.FormattedValue):
                 continue
@@ -298,6 +319,8 @@ class _Transformer(_LoopFusion):
                 )
                 part.conversion = -1
                 part.format_spec = None
+        if nonces:
+            node.values = self.nonce_fields(node.values, nonces)
         return _call(_name("_ptl_htmltext", node), [node], node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -318,10 +341,10 @@ class _Transformer(_LoopFusion):
             and isinstance(left.value, str)
             and _percent_holes(left.value) is not None
         )
-        own = node is self.output_value
-        self.taken_nonces()
+        if isinstance(node.op, ast.Add) and self.tracking:
+            self.follow_chain(node)
         visited = self.visit_percent(node)
-        nonces = self.taken_nonces() if own else ()
+        nonces = getattr(node, "_ptl_nonces", ())  # (visit_percent's, where output or not)
         if not literal or (self.tracking and not readable):
             return visited  # (htmltext's % plans it at run time, and puts the nonce in)
         args = [node.left, node.right]
@@ -341,6 +364,8 @@ class _Transformer(_LoopFusion):
         if self.kind == "html" and (self.csp is not None or self.csp_strict):
             for key, name in csp.attrs_events(node):
                 self.csp_finding("attrs-event", name, key)
+        if self.kind == "html":
+            csp.mark_call_arguments(node)
         func = node.func
         method = (
             func.attr

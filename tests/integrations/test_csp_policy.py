@@ -251,9 +251,10 @@ def test_the_cgi_gateway_passes_the_requests_nonce_and_no_client_can() -> None:
     assert NONCE_VARIABLE not in forged
 
 
-# -- literals that get no nonce (review M4) ------------------------------------------------
+# -- literals that get no nonce (review M4, issue #31) ----------------------------------------
 
-UNNONCED = """\
+# Each of these takes the nonce where it is evaluated: nothing to report but the warning.
+NONCED_INDIRECTLY = """\
 def page [html] (flag, v):
     x = "<script>window.y=1;</script>"
     x
@@ -271,34 +272,56 @@ def page [html] (flag, v):
         "y"
 """
 
+# What still gets none: a tag left open, a msgid, a .format() kept whole.
+UNNONCED = """\
+def page [html] (v, u):
+    x = "<style>{}</style>".format(v)
+    _("<style>p{}</style>")
+    y = "<script src=" + u
+    z = f'<script src="{u}"'
+    ngettext("<style>a{}</style>", "<style>b{}</style>", 2)
+    w = '<link rel=stylesheet href="/a.css"'
+    w + ">"
+"""
+
+
+def test_literals_that_take_the_nonce_where_they_are_evaluated_are_not_reported() -> None:
+    found = [(line, col, kind) for line, col, kind, _ in csp_report(NONCED_INDIRECTLY)]
+    assert found == [(9, 9, "script-src-value")]
+
 
 def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
     found = [(line, col, kind) for line, col, kind, _ in csp_report(UNNONCED, "page.ptl")]
     assert found == [
-        (2, 9, "literal-no-nonce"),
-        (4, 5, "literal-no-nonce"),
-        (5, 6, "literal-no-nonce"),
-        (6, 14, "literal-no-nonce"),
-        (7, 17, "literal-no-nonce"),
-        (8, 9, "literal-no-nonce"),
-        (9, 9, "literal-no-nonce"),
-        (9, 9, "script-src-value"),
-        (13, 9, "literal-no-nonce"),
+        (2, 9, "no-nonce"),
+        (3, 7, "msgid-no-nonce"),
+        (4, 9, "literal-no-nonce"),
+        (5, 9, "literal-no-nonce"),
+        (5, 9, "script-src-value"),
+        (6, 14, "msgid-no-nonce"),
+        (6, 36, "msgid-no-nonce"),
+        (7, 9, "literal-no-nonce"),
     ]
     message = dict(((line, kind), text) for line, _, kind, text in csp_report(UNNONCED))
-    assert "<style>" in message[(5, "literal-no-nonce")]
+    assert "<script> start tag open" in message[(4, "literal-no-nonce")]
+    assert "<style>" in message[(3, "msgid-no-nonce")]
 
 
 def test_strict_mode_refuses_a_literal_tag_that_gets_no_nonce() -> None:
     source = (
         "__ptl_csp_strict__ = True\n"
         "def page [html] ():\n"
-        '    x = "<script>window.y=1;</script>"\n'
-        "    x\n"
+        "    x = '<script src=\"/a.js\"'\n"
+        "    x + '></script>'\n"
     )
     with pytest.raises(SyntaxError) as info:
         compile_ptl(source, "strict.ptl")
     assert info.value.lineno == 3 and "gets no automatic nonce" in str(info.value)
+    # a literal assigned whole takes the nonce: no error
+    compile_ptl(
+        "__ptl_csp_strict__ = True\ndef page [html] ():\n    x = '<script></script>'\n    x\n",
+        "strict_ok.ptl",
+    )
 
 
 # -- values in nonced links (review L3) ----------------------------------------------------
