@@ -134,12 +134,15 @@ def attrs_events(node: ast.Call) -> list[tuple[ast.expr, str]]:
 # is written out later or elsewhere), except where it is evaluated to be looked for, not
 # written: compared with, a key, the argument of a str method that searches, a msgid.
 
-#: str methods whose argument is looked for in a text, not written out.
-SEARCHING_METHODS = frozenset(
+#: Methods whose first argument is looked for, not written out: str's searches, the
+#: lookups of dicts, lists and sets, and the re module's functions (a pattern).
+LOOKUP_METHODS = frozenset(
     {
         "count", "endswith", "find", "index", "partition", "removeprefix", "removesuffix",
         "replace", "rfind", "rindex", "rpartition", "rsplit", "split", "startswith",
         "strip", "lstrip", "rstrip", "__contains__", "__eq__", "__ne__",
+        "get", "pop", "setdefault", "remove", "discard",
+        "compile", "findall", "finditer", "fullmatch", "match", "search", "sub", "subn",
     }
 )  # fmt: skip
 
@@ -174,12 +177,13 @@ def mark_unwritten(node: ast.expr) -> None:
 
 
 def mark_call_arguments(node: ast.Call) -> None:
-    """Mark the literal arguments of call *node* that are looked for (a searching str
-    method's) or looked up (a msgid: ``_ptl_msgid``, reported, as it takes no nonce)."""
+    """Mark the literal arguments of call *node* that are looked for (the first of a
+    :data:`LOOKUP_METHODS` method's) or looked up (a msgid: ``_ptl_msgid``, reported,
+    as it takes no nonce)."""
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in SEARCHING_METHODS:
-        for arg in node.args:
-            mark_unwritten(arg)
+    if isinstance(func, ast.Attribute) and func.attr in LOOKUP_METHODS:
+        if node.args:
+            mark_unwritten(node.args[0])
     elif is_gettext(func):
         for arg in node.args:
             if isinstance(arg, (ast.Constant, ast.JoinedStr)):

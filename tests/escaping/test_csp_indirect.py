@@ -27,6 +27,9 @@ from ptl_wsgi.escaping import planner
 NONCE = "N0nce-Indirect_1"
 
 PATHS = """\
+import re
+from ptl_wsgi.i18n import gettext as _
+
 def assigned [html] ():
     s = '<script src="/a.js"></script>'
     "<p>x</p>"
@@ -90,6 +93,11 @@ def compared [html] (v):
 def keyed [html] (v):
     table = {"<script></script>": "s"}
     table.get(v, "") + str(v.startswith("<style></style>"))
+    str(table.get("<script></script>", 0))
+    str(re.sub("<style>", "", v) == v)
+
+def translated [html] ():
+    _("<style>p{}</style>")
 """
 
 EXPECTED_OFF = {
@@ -160,8 +168,23 @@ def test_literals_compared_or_used_as_keys_are_left_as_they_are(paths: Any) -> N
     with nonce_scope(NONCE):
         assert str(paths.compared("<style>a{}</style>")) == "same"
         assert str(paths.compared("<script></script>")) == "same"
-        assert str(paths.keyed("<script></script>")) == "sFalse"
-        assert str(paths.keyed("<style></style>x")) == "True"
+        assert str(paths.keyed("<script></script>")) == "sFalsesTrue"
+        assert str(paths.keyed("<style></style>x")) == "TruesFalse"
+
+
+def test_a_msgid_is_looked_up_by_its_text(paths: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A msgid takes no nonce (its translation is found by its text; reported)."""
+    import gettext
+
+    from ptl_wsgi import i18n
+
+    class Catalog(gettext.NullTranslations):
+        def gettext(self, message: str) -> str:
+            return {"<style>p{}</style>": "<style>p{color:red}</style>"}.get(message, message)
+
+    monkeypatch.setattr(i18n, "backend", Catalog)
+    with nonce_scope(NONCE):
+        assert str(paths.translated()) == "<style>p{color:red}</style>"
 
 
 def test_each_request_gets_its_own_nonce_and_none_is_kept(paths: Any) -> None:
