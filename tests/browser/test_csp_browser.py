@@ -143,6 +143,54 @@ def test_without_csp_the_page_is_what_the_literals_say(tmp_path: Any) -> None:
     )
 
 
+# -- literals that reach output indirectly (issue #31) -------------------------------------
+
+INDIRECT = """\
+def head [html] ():
+    '<script src="/app.js"></script>'
+
+def render [html] (dark):
+    script = "<script>window.inlineRan = true;</script>"
+    style = "<style>h1 { color: rgb(0, 128, 0) }</style>" if dark else ""
+    parts = ['<link rel="stylesheet" href="/site.css">', style]
+    "<!doctype html><html><head><meta charset=utf-8>"
+    "".join(parts)
+    head()
+    "</head><body><h1>indirect</h1><p>styled by the sheet</p>"
+    script
+    "</body></html>"
+"""
+
+
+def test_assigned_and_conditional_literals_run_under_the_strict_policy(
+    page: Any, tmp_path: Any
+) -> None:
+    (tmp_path / "indirect.ptl").write_text(INDIRECT, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        if request.path == "/app.js":
+            return "window.externalRan = true;", 200, {"Content-Type": "text/javascript"}
+        if request.path == "/site.css":
+            return "p { color: rgb(0, 0, 255) }", 200, {"Content-Type": "text/css"}
+        return loader.render("indirect.ptl", {"dark": True})
+
+    with serve_in_thread(CSP(app, {"style-src": [NONCE]})) as base:
+        _, headers, body = fetch(base + "/")
+        nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 4
+        seen = load(page, base + "/")
+    assert seen == {
+        "violations": [],
+        "inline": True,
+        "external": True,
+        "injected": False,
+        "h1": "rgb(0, 128, 0)",
+        "p": "rgb(0, 0, 255)",
+    }
+
+
 # -- csp-hashes hash what the browser hashes (review L2) ------------------------------------
 
 HASHED = r"""
