@@ -19,6 +19,7 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
+from ptl_wsgi.escaping.nonce import PREFIX as _NONCE_MARK
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.nonce import attribute as _nonce_attribute
 from ptl_wsgi.escaping.nonce import inserted as _inserted
@@ -391,12 +392,11 @@ def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
     return plan
 
 
-def _nonced(units: tuple[_Unit, ...], tail: str, nonces: Any) -> tuple[tuple[_Unit, ...], str]:
-    """*units* and *tail* with the current CSP nonce at their slots (as they are
-    outside a nonce scope): made per render, the cut itself keeps no nonce."""
-    attr = _nonce_attribute()
-    if not attr:
-        return units, tail
+def _nonced(
+    units: tuple[_Unit, ...], tail: str, nonces: Any, attr: str
+) -> tuple[tuple[_Unit, ...], str]:
+    """*units* and *tail* with *attr*, the current CSP nonce attribute, at their slots:
+    made per render, the cut itself keeps no nonce."""
     nonced = []
     for unit, slots in zip(units, nonces, strict=False):
         if slots:
@@ -544,18 +544,17 @@ def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     return _format_mod(fmt, arg, False, nonces)
 
 
-def _without_nonce(fmt: str) -> str:
-    """*fmt* without the current CSP nonce attribute, in a nonce scope (``_nonce_used``
-    tested by the caller): markup a template's literal took the nonce in, where it was
-    evaluated, and that is now a format.  The twins cut and plan a format by its text,
-    so no cache may see a nonce; the engine puts the nonce back at its slots."""
-    attr = _nonce_attribute()
+def _without_nonce(fmt: str, attr: str) -> str:
+    """*fmt* without *attr*, the current CSP nonce attribute: markup a template's literal
+    took the nonce in, where it was evaluated, that is now a format.  The twins cut and
+    plan a format by its text, so no cache may see a nonce; the engine puts the nonce
+    back at its slots."""
     return fmt.replace(attr, "") if attr and attr in fmt else fmt
 
 
 def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
-    if contextual and _nonce_used[0]:
-        fmt = _without_nonce(fmt)
+    if contextual and _nonce_used[0] and _NONCE_MARK in fmt:
+        fmt = _without_nonce(fmt, _nonce_attribute())
     cut = _split_format(fmt)
     units, tail, simple, plan, _ = cut
     if not contextual:
@@ -565,7 +564,9 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
     if contextual:
         nonces = cut[4]
     if nonces and _nonce_used[0] and len(nonces) == len(units) + 1:
-        units, tail = _nonced(units, tail, nonces)
+        attr = _nonce_attribute()
+        if attr:
+            units, tail = _nonced(units, tail, nonces, attr)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.
@@ -966,8 +967,8 @@ class HtmlTextBase(str):
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
         source = str.__str__(self)
-        if _nonce_used[0]:
-            source = _without_nonce(source)
+        if _nonce_used[0] and _NONCE_MARK in source:
+            source = _without_nonce(source, _nonce_attribute())
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
@@ -979,8 +980,8 @@ class HtmlTextBase(str):
 
     def format_map(self, mapping: Any, /) -> Any:
         source = str.__str__(self)
-        if _nonce_used[0]:
-            source = _without_nonce(source)
+        if _nonce_used[0] and _NONCE_MARK in source:
+            source = _without_nonce(source, _nonce_attribute())
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)

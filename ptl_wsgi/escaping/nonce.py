@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 
-__all__ = ["CURRENT", "USED", "attribute", "check", "enter", "inserted"]
+__all__ = ["CURRENT", "PREFIX", "USED", "attribute", "check", "enter", "inserted"]
 
 #: The nonce of the request being rendered, or None outside a nonce scope.
 CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -51,10 +51,15 @@ def check(nonce: str) -> str:
     return nonce
 
 
+#: What every nonce attribute the engine writes starts with (:func:`attribute`): markup
+#: without it carries no nonce of the engine's.
+PREFIX = ' nonce="'
+
+
 def attribute() -> str:
     """`` nonce="N"`` for the current nonce, or ``""`` outside a nonce scope."""
     nonce = CURRENT.get()
-    return "" if nonce is None else f' nonce="{nonce}"'
+    return "" if nonce is None else f'{PREFIX}{nonce}"'
 
 
 def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:
