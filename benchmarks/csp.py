@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             "instructions, 160 for `head`'s four; a page without such tags compiles to the "
             "code it had. CSP on, each such literal costs a call that inserts the attribute "
             "(`escapers.nonced`); a format plans its slots once, with its escapers, and "
-            "looks for ` nonce=\"` in its text (where it is found, the current nonce is "
+            'looks for ` nonce="` in its text (where it is found, the current nonce is '
             "taken out before the text keys a cache). `indirect`, CSP off: the same list "
             "lookup per literal, where it is evaluated (about 90 instructions each here); "
             "CSP on: a call per literal (`head` joins its adjacent output literals into one "
