@@ -42,7 +42,7 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
-from ptl_wsgi.escaping.rules import K_URL, takes_nonce
+from ptl_wsgi.escaping.rules import K_URL, NONCE_ELEMENTS, takes_nonce
 
 
 def _spot_in(node: Spot, text: str, offset: int, lines: list[str]) -> Spot:
@@ -77,6 +77,27 @@ def _added(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         return [*_added(value.left), *_added(value.right)]
     return [value]
+
+
+def _inside_nonced(ctx: Context) -> bool:
+    """Whether *ctx* is inside an element that takes the CSP nonce: in its start tag, or
+    in the text of a ``<script>`` or ``<style>``."""
+    return ctx.nonce or ctx.element in NONCE_ELEMENTS
+
+
+def _unnonced_kind(node: ast.expr) -> str:
+    """The finding of a literal whose tags take no nonce (see evaluated_nonces)."""
+    if getattr(node, "_ptl_msgid", False):
+        return "msgid-no-nonce"
+    return "added-no-nonce" if getattr(node, "_ptl_tainted", False) else "literal-no-nonce"
+
+
+def _without_last_slot(nonces: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Per-part *nonces* without the last slot of all."""
+    for index in range(len(nonces) - 1, -1, -1):
+        if nonces[index]:
+            return [*nonces[:index], nonces[index][:-1], *nonces[index + 1 :]]
+    return nonces
 
 
 def _keyword(node: Spot, keyword: str) -> ast.Pass:
@@ -150,9 +171,10 @@ class _ContextualWalk(_OutputPieces):
         it stands, not output there: it becomes markup, which is written out later or
         elsewhere (assigned, chosen, added with "+", passed to a call).  It is parsed
         from where its "+" chain puts it (``_ptl_from``, see :meth:`follow_chain`) or
-        from text, as markup is.  A msgid (``_ptl_msgid``) takes no nonce (its
-        translation is looked up by its text), nor a tag the literal leaves open for
-        what is added to it: both are reported."""
+        from text, as markup is.  Only an element the literal writes whole takes the
+        nonce: one it leaves open (its tag or its text) would run whatever is added to it,
+        values only HTML-escaped.  A msgid (``_ptl_msgid``) takes none either (its
+        translation is looked up by its text).  Each is reported."""
         start = getattr(node, "_ptl_from", TEXT)
         slots: list[int] = []
         try:
@@ -160,50 +182,71 @@ class _ContextualWalk(_OutputPieces):
         except ContextError:
             return ()  # (markup that cannot be followed is refused where it is output)
         if getattr(node, "_ptl_msgid", False) or start is None:
-            if slots or after.nonce:
+            if slots or _inside_nonced(after):
                 name = _tag_at(text, slots[0]) if slots else after.element
-                kind = "msgid-no-nonce" if start is not None else "literal-no-nonce"
-                self.csp_finding(kind, name, node)
+                self.csp_finding(_unnonced_kind(node), name, node)
             return ()
-        if after.nonce and not hasattr(node, "_ptl_from"):
-            self.csp_finding("literal-no-nonce", after.element, node)  # (left open)
+        if getattr(node, "_ptl_open_last", False):
+            return tuple(slots[:-1])  # (follow_chain reported it)
+        if _inside_nonced(after) and not hasattr(node, "_ptl_from"):
+            self.csp_finding("literal-no-nonce", after.element, node)
+            if not after.nonce:
+                return tuple(slots[:-1])  # (the element open at the end: its tag's slot)
         return tuple(slots)
 
     def follow_chain(self, node: ast.BinOp) -> None:
         """Mark each literal operand of "+" chain *node* with the context it lands in
-        (``_ptl_from``; None where the chain cannot be followed), from where output is
-        (an output statement's whole value) or from text, so that a literal that closes
-        a tag another one opened (``"<script src=" + u + "></script>"``) takes the
-        nonce at its ``>``.  A tag the chain leaves open takes none: reported."""
+        (``_ptl_from``), from where output is (an output statement's whole value) or
+        from text, so that a literal that closes a tag another one opened takes the
+        nonce at its ``>``.  A value that lands in a tag that takes the nonce or in the
+        text of a script or style (only HTML-escaped there) makes no literal of the
+        chain take it (``_ptl_from`` None, ``_ptl_tainted``), as does a chain the
+        compiler cannot follow; an element the chain leaves open takes none
+        (``_ptl_open_last``).  Each is reported."""
         if getattr(node, "_ptl_in_chain", False):
             return
         operands = _added(node)
         for inner in ast.walk(node):
             if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add):
                 inner._ptl_in_chain = True  # type: ignore[attr-defined]
-        if not any(_text_of(o) is not None or _is_fstring(o) for o in operands):
+        literals = [o for o in operands if _text_of(o) is not None or _is_fstring(o)]
+        if not literals:
             return
         ctx: Context | None = (self.ctx or TEXT) if node is self.output_value else TEXT
+        tainted = False
+        last: ast.expr | None = None  # the literal operand with the chain's last slot
         for operand in operands:
-            literal = _text_of(operand) is not None or _is_fstring(operand)
-            if literal:
+            if operand in literals:
                 operand._ptl_from = ctx  # type: ignore[attr-defined]
             if ctx is None:
                 continue
+            parts = operand.values if _is_fstring(operand) else [operand]  # type: ignore[attr-defined]
             try:
-                if _text_of(operand) is not None:
-                    ctx = advance(ctx, _text_of(operand) or "")
-                elif _is_fstring(operand):
-                    for part in operand.values:  # type: ignore[attr-defined]
-                        text = _text_of(part)
-                        ctx = after_value(ctx) if text is None else advance(ctx, text)
-                else:
-                    escaper_for(ctx)  # (where no value may go, the chain is not followed)
-                    ctx = after_value(ctx)
+                for part in parts:
+                    text = _text_of(part)
+                    if text is not None:
+                        slots: list[int] = []
+                        ctx = advance(ctx, text, slots=slots)
+                        last = operand if slots else last
+                    elif operand in literals:
+                        ctx = after_value(ctx)  # (an f-string's value, escaped for where it is)
+                    elif _inside_nonced(ctx):
+                        tainted = True
+                    else:
+                        escaper_for(ctx)  # (where no value may go, the chain is not followed)
+                        ctx = after_value(ctx)
             except ContextError:
                 ctx = None
-        if ctx is not None and ctx.nonce:
+            if tainted:
+                break
+        if tainted or ctx is None:
+            for operand in literals:
+                operand._ptl_from = None  # type: ignore[attr-defined]
+                operand._ptl_tainted = tainted  # type: ignore[attr-defined]
+        elif _inside_nonced(ctx):
             self.csp_finding("literal-no-nonce", ctx.element, node)
+            if not ctx.nonce and last is not None:
+                last._ptl_open_last = True  # type: ignore[attr-defined]
 
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
@@ -297,11 +340,19 @@ class _ContextualWalk(_OutputPieces):
                     first = _tag_at(part, slots[0])
         if own:
             self.ctx, self.output_value = ctx, None
-        elif start is None and first:
-            self.csp_finding("literal-no-nonce", first, node)  # (a chain not followed)
+        elif start is None:
+            if first:
+                self.csp_finding(_unnonced_kind(node), first, node)  # (see follow_chain)
             first = ""
-        elif ctx.nonce and not hasattr(node, "_ptl_from"):
-            self.csp_finding("literal-no-nonce", ctx.element, node)  # (a tag left open)
+        elif getattr(node, "_ptl_open_last", False) or (
+            _inside_nonced(ctx) and not hasattr(node, "_ptl_from")
+        ):
+            # The element open at its end takes none: what is added to it could be anything.
+            if not hasattr(node, "_ptl_from"):
+                self.csp_finding("literal-no-nonce", ctx.element, node)
+            if not ctx.nonce or hasattr(node, "_ptl_from"):
+                nonces = _without_last_slot(nonces)
+                first = first if any(nonces) else ""
         self.fragment_nonces = tuple(nonces) if first else ()
         self.fragment_tag = first
         return escapers

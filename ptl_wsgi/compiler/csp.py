@@ -55,9 +55,17 @@ KINDS: dict[str, tuple[bool, str]] = {
     ),
     "literal-no-nonce": (
         True,
-        "this literal leaves a <{name}> start tag open for what is added to it, so the tag "
-        "gets no automatic nonce (the nonce goes in where a literal closes the tag); close "
-        "the tag in a literal, or write the tag as one f-string or '%' format",
+        "this literal leaves a <{name}> open (its tag or its text) for what is added to it, "
+        "so it gets no automatic nonce: only an element a literal (or a '+' chain of "
+        "literals) writes whole takes it where it is not output; write the element whole, "
+        "as one literal, f-string or '%' format",
+    ),
+    "added-no-nonce": (
+        True,
+        "a value added with + lands in a tag that takes the nonce or in the text of a "
+        "script or style, where it is only HTML-escaped, so this <{name}> gets no automatic "
+        "nonce (a value must not decide what a nonced script or style runs); write the "
+        "element as one f-string or '%' format, which escapes the value for where it lands",
     ),
     "msgid-no-nonce": (
         True,

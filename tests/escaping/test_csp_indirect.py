@@ -40,11 +40,10 @@ def conditional [html] (dark):
     ("<style>p{}</style>" if dark else "")
     "</p>"
 
-def added [html] (body):
-    "<script>" + body + "</script>"
-
-def added_open [html] (u):
-    "<script src=" + u + "></script>"
+def added [html] (n):
+    "<p>" + "<script>var a = 1;</script>"
+    f"<style>p {{ order: {n} }}" + "</style>"
+    "<script src=/a.js" + ' type="module"' + "></script>"
 
 def wrap [html] (head):
     "<head>"
@@ -103,8 +102,10 @@ def translated [html] ():
 EXPECTED_OFF = {
     "assigned": '<p>x</p><script src="/a.js"></script>',
     "conditional": "<p><style>p{}</style></p>",
-    "added": "<script>1 &lt; 2</script>",
-    "added_open": "<script src=/b.js></script>",
+    "added": (
+        "<p><script>var a = 1;</script><style>p { order: 3 }</style>"
+        '<script src=/a.js type="module"></script>'
+    ),
     "passed": '<head><link rel="stylesheet" href="/a.css"></head>',
     "keyword": "<head><style>a{}</style></head>",
     "joined": '<script src="/a.js"></script><style>a{}</style><p>x</p>',
@@ -116,8 +117,7 @@ EXPECTED_OFF = {
 }
 ARGS: dict[str, tuple[Any, ...]] = {
     "conditional": (True,),
-    "added": ("1 < 2",),
-    "added_open": ("/b.js",),
+    "added": (3,),
     "formatted": ("/b.js",),
     "fstring": (3,),
     "tstring_like": (3,),
@@ -127,8 +127,7 @@ ARGS: dict[str, tuple[Any, ...]] = {
 NONCED = {
     "assigned": ["script"],
     "conditional": ["style"],
-    "added": ["script"],
-    "added_open": ["script"],
+    "added": ["script", "style", "script"],
     "passed": ["link"],
     "keyword": ["style"],
     "joined": ["script", "style"],
@@ -267,6 +266,41 @@ def test_a_value_never_obtains_the_nonce_by_an_indirect_path(value: str) -> None
     assert out.count(NONCE) == 1  # the literal <script> of t
     assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script"]
     assert [name for name, _ in tags(out)].count("script") == 1
+
+
+ADDED_PTL = """\
+def added [html] (body):
+    "<script>" + body + "</script>"
+
+def added_in_tag [html] (body):
+    "<script src=" + body + "></script>"
+
+def added_later [html] (body):
+    s = "<script>"
+    s + body + "</script>"
+
+def joined [html] (body):
+    "".join(["<script>", body, "</script>"])
+
+def styled [html] (body):
+    x = "<style>p{}</style><style>"
+    x + body + "</style>"
+"""
+
+
+@pytest.mark.parametrize("value", [*HOSTILE, "alert(1)", "x onload=alert(1)"])
+@pytest.mark.parametrize("name", ["added", "added_in_tag", "added_later", "joined", "styled"])
+def test_a_value_added_into_a_script_or_style_never_runs_with_the_nonce(
+    name: str, value: str
+) -> None:
+    """``+`` and ``join`` only HTML-escape a value: inside a script's text or a nonced
+    tag it would decide what runs, so the element it lands in takes no nonce."""
+    module = compiled(ADDED_PTL, "csp_added")
+    with nonce_scope(NONCE):
+        out = str(getattr(module, name)(value))
+    expected = 1 if name == "styled" else 0  # (the style the literal closes itself)
+    assert out.count(NONCE) == expected
+    assert out.replace(f' nonce="{NONCE}"', "") == str(getattr(module, name)(value))
 
 
 @pytest.mark.parametrize("value", HOSTILE)

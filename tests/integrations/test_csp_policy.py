@@ -267,7 +267,7 @@ def page [html] (flag, v):
     "<script>window.ok=1;</script>"
     "<script>var n = %d;</script>" % 3
     f"<style>p{{}}</style>"
-    w = "<script src=" + v + "></script>"
+    w = "<script src=/a.js" + "></script>"
     if v == "<style>":  # (compared with, not written)
         "y"
 """
@@ -282,6 +282,10 @@ def page [html] (v, u):
     ngettext("<style>a{}</style>", "<style>b{}</style>", 2)
     w = '<link rel=stylesheet href="/a.css"'
     w + ">"
+    "<script>" + v + "</script>"
+    s = "<script>var a = 1;"
+    s + "</script>"
+    f"<style>p {{ order: {v} }}" + "</style>"
 """
 
 
@@ -295,15 +299,18 @@ def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
     assert found == [
         (2, 9, "no-nonce"),
         (3, 7, "msgid-no-nonce"),
-        (4, 9, "literal-no-nonce"),
+        (4, 9, "added-no-nonce"),
         (5, 9, "literal-no-nonce"),
         (5, 9, "script-src-value"),
         (6, 14, "msgid-no-nonce"),
         (6, 36, "msgid-no-nonce"),
         (7, 9, "literal-no-nonce"),
+        (9, 5, "added-no-nonce"),
+        (10, 9, "literal-no-nonce"),
     ]
     message = dict(((line, kind), text) for line, _, kind, text in csp_report(UNNONCED))
-    assert "<script> start tag open" in message[(4, "literal-no-nonce")]
+    assert "leaves a <script> open" in message[(10, "literal-no-nonce")]
+    assert "only HTML-escaped" in message[(9, "added-no-nonce")]
     assert "<style>" in message[(3, "msgid-no-nonce")]
 
 
