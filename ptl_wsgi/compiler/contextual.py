@@ -79,6 +79,14 @@ def _added(value: ast.expr) -> list[ast.expr]:
     return [value]
 
 
+def _mark_chain(node: ast.expr) -> None:
+    """Mark the "+" nodes of the chain *node* is the top of (as :func:`_added` reads it)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node._ptl_in_chain = True  # type: ignore[attr-defined]
+        _mark_chain(node.left)
+        _mark_chain(node.right)
+
+
 def _inside_nonced(ctx: Context) -> bool:
     """Whether *ctx* is inside an element that takes the CSP nonce: in its start tag, or
     in the text of a ``<script>`` or ``<style>``."""
@@ -206,9 +214,7 @@ class _ContextualWalk(_OutputPieces):
         if getattr(node, "_ptl_in_chain", False):
             return
         operands = _added(node)
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add):
-                inner._ptl_in_chain = True  # type: ignore[attr-defined]
+        _mark_chain(node)
         literals = [o for o in operands if _text_of(o) is not None or _is_fstring(o)]
         if not literals:
             return

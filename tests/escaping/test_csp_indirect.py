@@ -378,3 +378,18 @@ def test_both_twins_render_the_indirect_paths_alike() -> None:
         pytest.skip("the C twin is not built")
     assert python == c
     assert python["later_format:on"].count('nonce="Tw1nNonce"') == 1
+
+
+def test_a_chain_inside_a_call_in_a_chain_is_followed_on_its_own() -> None:
+    source = """
+        def wrap [html] (markup):
+            markup
+
+        def f [html] (u):
+            "<p>" + wrap("<script src=" + "/a.js" + "></script>")
+            x = "<b>" + ("<script src=/b.js" + "></script>")
+            x
+    """
+    with nonce_scope(NONCE):
+        out = render_f(source, "/u")
+    assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script", "script"]
