@@ -181,7 +181,7 @@ def mark_unwritten(node: ast.expr) -> None:
     elif isinstance(node, ast.Starred):
         mark_unwritten(node.value)
     elif isinstance(node, (ast.Constant, ast.JoinedStr)):
-        node._ptl_unwritten = True  # type: ignore[attr-defined]
+        setattr(node, "_ptl_unwritten", True)  # noqa: B010  (an AST node's own mark)
 
 
 def mark_call_arguments(node: ast.Call) -> None:
@@ -195,7 +195,7 @@ def mark_call_arguments(node: ast.Call) -> None:
     elif is_gettext(func):
         for arg in node.args:
             if isinstance(arg, (ast.Constant, ast.JoinedStr)):
-                arg._ptl_msgid = True  # type: ignore[attr-defined]
+                setattr(arg, "_ptl_msgid", True)  # noqa: B010  (an AST node's own mark)
 
 
 # -- hashes of static inline scripts --------------------------------------------------------
