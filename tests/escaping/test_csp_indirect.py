@@ -393,3 +393,14 @@ def test_a_chain_inside_a_call_in_a_chain_is_followed_on_its_own() -> None:
     with nonce_scope(NONCE):
         out = render_f(source, "/u")
     assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script", "script"]
+
+
+def test_the_compiled_code_holds_no_nonce() -> None:
+    """Compiled code (and so the bytecode cache) holds the places, never a nonce."""
+    import marshal
+
+    from ptl_wsgi.compiler import compile_ptl
+
+    with nonce_scope("NonceInCode2"):
+        code = compile_ptl(PATHS + ADDED_PTL, "<paths>")
+    assert b"NonceInCode2" not in marshal.dumps(code)
