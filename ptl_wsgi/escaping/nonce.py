@@ -7,7 +7,10 @@ gets `` nonce="..."`` (:func:`ptl_wsgi.escaping.rules.takes_nonce`), unless the
 literal gave it one.  The engine (:mod:`~ptl_wsgi.escaping.context`) finds *where*
 in the literal text, once, at compile or plan time: *slots*, offsets into a
 literal.  The nonce itself is read here at run time, per render, so it is never
-part of compiled code or of a cached plan.
+part of compiled code or of a cached plan.  A literal that is not output where it
+stands takes it where it is evaluated; markup that so carries it and then becomes a
+format loses it (:data:`PREFIX` tells where to look) before the twins cut and plan
+the format, which puts it back at the format's slots.
 
 The context variable lives here, below :mod:`ptl_wsgi.csp`, because compiled
 templates and the twins' run-time formatting (layer 1) read it; ``csp`` sets it.
