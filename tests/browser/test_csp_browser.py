@@ -146,18 +146,16 @@ def test_without_csp_the_page_is_what_the_literals_say(tmp_path: Any) -> None:
 # -- literals that reach output indirectly (issue #31) -------------------------------------
 
 INDIRECT = """\
-def head [html] ():
-    '<script src="/app.js"></script>'
-
 def render [html] (dark):
-    script = "<script>window.inlineRan = true;</script>"
+    external = '<script src="/app.js"></script>'
+    inline = "<script>window.inlineRan = true;</script>" if dark else ""
     style = "<style>h1 { color: rgb(0, 128, 0) }</style>" if dark else ""
     parts = ['<link rel="stylesheet" href="/site.css">', style]
     "<!doctype html><html><head><meta charset=utf-8>"
     "".join(parts)
-    head()
+    external
     "</head><body><h1>indirect</h1><p>styled by the sheet</p>"
-    script
+    inline
     "</body></html>"
 """
 
