@@ -209,18 +209,21 @@ def test_a_nonced_format_is_planned_without_its_nonce(impl: SimpleNamespace) -> 
     with nonce_scope(marker):
         fmt = impl.htmltext(f'<script nonce="{marker}">var v = %s;</script><p>%s</p>')
         out = fmt % ("a", "<b>")
+        keyed = impl.htmltext(f'<style nonce="{marker}">p {{ order: %(n)d }}</style>') % {"n": 2}
         braces = impl.htmltext('<style nonce="' + marker + '">p{{}}</style>{}')
         by_format = braces.format("<i>")
         by_map = impl.htmltext(f'<style nonce="{marker}">{{x}}</style>').format_map({"x": "a"})
     assert str(out) == f'<script nonce="{marker}">var v =  "a" ;</script><p>&lt;b&gt;</p>'
     assert str(by_format) == f'<style nonce="{marker}">p{{}}</style>&lt;i&gt;'
     assert str(by_map) == f'<style nonce="{marker}">a</style>'
+    assert str(keyed) == f'<style nonce="{marker}">p {{ order: 2 }}</style>'
     assert not any(marker in repr(key) for key in planner._PLANS)
     for function in (
         _htmltext_py._split_format,
         _htmltext_py._rewrite_nonced,
         _htmltext_py._rewrite_format,
         _htmltext_py._rewrite_plain,
+        _htmltext_py._failing_unit,
     ):
         cells = [cell.cell_contents for cell in function.__closure__ or ()]
         assert marker not in repr(cells), function.__name__
