@@ -75,6 +75,9 @@ def fstring [html] (n):
     s = f"<script>var n = {n};</script>"
     s
 
+def own_fstring [html] (n):
+    f"<script>var n = {n};</script>"
+
 def tstring_like [html] (n):
     parts = [f"<style>p {{ order: {n} }}</style>"]
     "".join(parts)
@@ -112,6 +115,7 @@ EXPECTED_OFF = {
     "returned": "<script>window.h = 1;</script>",
     "formatted": '<script src="/b.js"></script>',
     "fstring": "<script>var n =  3 ;</script>",
+    "own_fstring": "<script>var n =  3 ;</script>",
     "tstring_like": "<style>p { order: 3 }</style>",
     "later_format": '<script>var v =  "a" ;</script>',
 }
@@ -120,6 +124,7 @@ ARGS: dict[str, tuple[Any, ...]] = {
     "added": (3,),
     "formatted": ("/b.js",),
     "fstring": (3,),
+    "own_fstring": (3,),
     "tstring_like": (3,),
     "later_format": ("a",),
 }
@@ -134,6 +139,7 @@ NONCED = {
     "returned": ["script"],
     "formatted": ["script"],
     "fstring": ["script"],
+    "own_fstring": ["script"],
     "tstring_like": ["style"],
     "later_format": ["script"],
 }
