@@ -189,6 +189,51 @@ def test_assigned_and_conditional_literals_run_under_the_strict_policy(
     }
 
 
+# -- dangling markup before a nonced literal (review L4) ----------------------------------
+
+DANGLING = """\
+def render [html] (dangling):
+    "<!doctype html><body><p>x</p>"
+    dangling
+    "<script>window.inlineRan = true;</script><p>y</p></body>"
+"""
+
+
+@pytest.mark.parametrize("opened", ['<img src="/leak?', "<img src=/leak?"])
+def test_a_url_left_open_before_a_nonced_literal_ends_before_the_nonce(
+    page: Any, tmp_path: Any, opened: str
+) -> None:
+    """A hand-made markup value that leaves a double-quoted or unquoted URL open: the
+    nonce attribute's own quote or space ends the URL, so the fetch does not carry the
+    nonce (docs/security.md; a single-quoted one would, and is documented)."""
+    (tmp_path / "dangling.ptl").write_text(DANGLING, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        if request.path == "/leak":
+            return "", 404
+        return loader.render("dangling.ptl", {"dangling": htmltext(opened)})
+
+    fetched: list[str] = []
+
+    def record(request: Any) -> None:
+        fetched.append(request.url)
+
+    page.on("request", record)
+    try:
+        with serve_in_thread(CSP(app)) as base:
+            _, headers, body = fetch(base + "/")
+            nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+            assert f'nonce="{nonce}"' in body.decode()
+            page.goto(base + "/", wait_until="load")
+            page.wait_for_timeout(200)
+    finally:
+        page.remove_listener("request", record)
+    leaks = [url for url in fetched if "/leak" in url]
+    assert leaks and not any(nonce in url for url in leaks)
+
+
 # -- csp-hashes hash what the browser hashes (review L2) ------------------------------------
 
 HASHED = r"""
