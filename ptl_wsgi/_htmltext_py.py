@@ -19,7 +19,6 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
-from ptl_wsgi.escaping.nonce import PREFIX as _NONCE_MARK
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.nonce import attribute as _nonce_attribute
 from ptl_wsgi.escaping.nonce import inserted as _inserted
@@ -544,17 +543,7 @@ def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     return _format_mod(fmt, arg, False, nonces)
 
 
-def _without_nonce(fmt: str, attr: str) -> str:
-    """*fmt* without *attr*, the current CSP nonce attribute: markup a template's literal
-    took the nonce in, where it was evaluated, that is now a format.  The twins cut and
-    plan a format by its text, so no cache may see a nonce; the engine puts the nonce
-    back at its slots."""
-    return fmt.replace(attr, "") if attr and attr in fmt else fmt
-
-
 def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
-    if contextual and _nonce_used[0] and _NONCE_MARK in fmt:
-        fmt = _without_nonce(fmt, _nonce_attribute())
     cut = _split_format(fmt)
     units, tail, simple, plan, _ = cut
     if not contextual:
@@ -967,8 +956,6 @@ class HtmlTextBase(str):
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
         source = str.__str__(self)
-        if _nonce_used[0] and _NONCE_MARK in source:
-            source = _without_nonce(source, _nonce_attribute())
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
@@ -980,8 +967,6 @@ class HtmlTextBase(str):
 
     def format_map(self, mapping: Any, /) -> Any:
         source = str.__str__(self)
-        if _nonce_used[0] and _NONCE_MARK in source:
-            source = _without_nonce(source, _nonce_attribute())
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)

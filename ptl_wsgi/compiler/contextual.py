@@ -93,10 +93,17 @@ def _inside_nonced(ctx: Context) -> bool:
     return ctx.nonce or ctx.element in NONCE_ELEMENTS
 
 
+def _in_text(ctx: Context | None) -> bool:
+    """Whether *ctx* is plain text, where markup made out of place may take the nonce."""
+    return ctx is not None and settle(ctx) == TEXT
+
+
 def _unnonced_kind(node: ast.expr) -> str:
     """The finding of a literal whose tags take no nonce (see evaluated_nonces)."""
     if getattr(node, "_ptl_msgid", False):
         return "msgid-no-nonce"
+    if getattr(node, "_ptl_used", False):
+        return "used-no-nonce"
     return "added-no-nonce" if getattr(node, "_ptl_tainted", False) else "literal-no-nonce"
 
 
@@ -188,8 +195,11 @@ class _ContextualWalk(_OutputPieces):
         try:
             after = advance(TEXT if start is None else start, text, slots=slots)
         except ContextError:
+            self.open_literal(node, None)
             return ()  # (markup that cannot be followed is refused where it is output)
-        if getattr(node, "_ptl_msgid", False) or start is None:
+        if getattr(node, "_ptl_unit", False) and start is not None:
+            self.open_literal(node, after)
+        if getattr(node, "_ptl_msgid", False) or getattr(node, "_ptl_used", False) or start is None:
             if slots or _inside_nonced(after):
                 name = _tag_at(text, slots[0]) if slots else after.element
                 self.csp_finding(_unnonced_kind(node), name, node)
@@ -216,12 +226,14 @@ class _ContextualWalk(_OutputPieces):
         operands = _added(node)
         _mark_chain(node)
         literals = [o for o in operands if _text_of(o) is not None or _is_fstring(o)]
-        if not literals:
+        if not literals and not any(id(o) in self.nonce_sinks for o in operands):
             return
         ctx: Context | None = (self.ctx or TEXT) if node is self.output_value else TEXT
         tainted = False
         last: ast.expr | None = None  # the literal operand with the chain's last slot
         for operand in operands:
+            if id(operand) in self.nonce_sinks:
+                self.sink(operand, ctx)
             if operand in literals:
                 operand._ptl_from = ctx  # type: ignore[attr-defined]
             if ctx is None:
@@ -245,6 +257,8 @@ class _ContextualWalk(_OutputPieces):
                 ctx = None
             if tainted:
                 break
+        if node is not self.output_value:
+            self.open_literal(node, None if tainted else ctx)
         if tainted or ctx is None:
             for operand in literals:
                 operand._ptl_from = None  # type: ignore[attr-defined]
@@ -253,6 +267,40 @@ class _ContextualWalk(_OutputPieces):
             self.csp_finding("literal-no-nonce", ctx.element, node)
             if not ctx.nonce and last is not None:
                 last._ptl_open_last = True  # type: ignore[attr-defined]
+
+    def open_literal(self, node: ast.expr, after: Context | None) -> None:
+        """Note literal *node*, evaluated out of place, if it ends (in *after*) elsewhere
+        than in text (None: where the compiler cannot follow it)."""
+        if not _in_text(after):
+            where = "markup the compiler cannot follow" if after is None else describe(after)
+            self.nonce_leaks.append(("open-no-nonce", where, node))
+
+    def sink(self, node: ast.expr, ctx: Context | None) -> None:
+        """Note markup made out of place (*node*) joining output in *ctx*: it may carry
+        a nonce only in text."""
+        self.sinks_in_text.add(id(node))
+        if not _in_text(ctx):
+            where = "where the compiler cannot follow" if ctx is None else describe(ctx)
+            self.nonce_leaks.append(("sink-no-nonce", where, node))
+
+    def settle_nonces(self) -> None:
+        """At a template's end: if a literal evaluated out of place could carry a nonce to
+        where a value points (one left open, markup made out of place output elsewhere
+        than in text, or where the compiler did not see), none takes it (fails closed)."""
+        gates, self.nonce_gates = self.nonce_gates, []
+        leaks, self.nonce_leaks = self.nonce_leaks, []
+        for key, node in self.nonce_sinks.items():
+            if key not in self.sinks_in_text:
+                leaks.append(("sink-no-nonce", "where the compiler cannot follow", node))
+        if not gates or not leaks:
+            return
+        for kind, where, node in leaks:
+            self.csp_finding(kind, where, node)
+        for gate in gates:
+            if isinstance(gate, ast.IfExp):
+                gate.test = _located(ast.Constant(False), gate)
+            elif isinstance(gate, ast.Constant):
+                gate.value = ()
 
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
@@ -344,9 +392,11 @@ class _ContextualWalk(_OutputPieces):
                 nonces.append(tuple(slots))
                 if slots and not first:
                     first = _tag_at(part, slots[0])
+        if not own and getattr(node, "_ptl_unit", False) and start is not None:
+            self.open_literal(node, ctx)
         if own:
             self.ctx, self.output_value = ctx, None
-        elif start is None:
+        elif start is None or getattr(node, "_ptl_used", False):
             if first:
                 self.csp_finding(_unnonced_kind(node), first, node)  # (see follow_chain)
             first = ""

@@ -67,6 +67,27 @@ KINDS: dict[str, tuple[bool, str]] = {
         "nonce (a value must not decide what a nonced script or style runs); write the "
         "element as one f-string or '%' format, which escapes the value for where it lands",
     ),
+    "used-no-nonce": (
+        True,
+        "this <{name}> gets no automatic nonce: the literal's value is used otherwise than "
+        "written out (the receiver of a method, an argument of a call other than the "
+        "literal's own join, compared, a key, an operand of anything but +), where a value "
+        "could be put into it or the nonce change what the code computes; write it where it "
+        "is output, or keep it to names, conditionals, + and join",
+    ),
+    "open-no-nonce": (
+        True,
+        "this literal, evaluated out of place, ends inside a tag, an attribute or raw text "
+        "({name}): whatever follows it there could carry a nonce to where a value points, "
+        "so no literal evaluated out of place in this template gets an automatic nonce; "
+        "write the tag or attribute whole",
+    ),
+    "sink-no-nonce": (
+        True,
+        "markup made out of place is output here where it is not in text ({name}): the "
+        "nonce would land in a value, so no literal evaluated out of place in this "
+        "template gets an automatic nonce; output it in text",
+    ),
     "msgid-no-nonce": (
         True,
         "this msgid writes a <{name}>: its translation is looked up by its text, so it gets "
@@ -280,3 +301,156 @@ def browser_text(source: str, foreign: bool) -> str | None:
             return None
         parts[index] = html.unescape(parts[index])
     return "".join(parts)
+
+
+# -- where an out-of-place literal's value goes ----------------------------------------------
+#
+# A literal that takes the nonce where it is evaluated (not where it is output) holds the
+# nonce in its text from then on.  Anything that then reads that text as code, data or a
+# format would let a value decide what a nonced script runs (``lit.replace(q, v)``,
+# ``Markup(lit).format(v)``), change what the program computes (a key, ``==``, ``len``) or
+# hand the nonce to a value's methods.  So a literal takes the nonce only where its value
+# provably reaches the template's output and nothing else: through names, conditional
+# expressions, ``and``/``or``, the engine's own ``+`` and ``"".join`` of a list, tuple or
+# comprehension.  Every other use (the receiver of a method, the argument of any other call,
+# an operand of anything but ``+``, compared, a key, returned, iterated) fails closed: the
+# literal takes no nonce (a strict policy refuses its script, as with no nonce at all).
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "globals"})
+
+
+def _is_literal(node: ast.AST) -> bool:
+    """Whether *node* evaluates a template literal (a str constant, an f-string or t-string,
+    or a literal's ``%`` or ``.format()``)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is str
+    if isinstance(node, ast.JoinedStr) or type(node).__name__ == "TemplateStr":
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return _is_literal(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("format", "format_map") and _is_literal(node.func.value)
+    return False
+
+
+def _is_join(node: ast.Call) -> bool:
+    """Whether call *node* is a literal's ``join`` of one positional argument."""
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "join"
+        and isinstance(func.value, ast.Constant)
+        and type(func.value.value) is str
+        and len(node.args) == 1
+        and not node.keywords
+        and not isinstance(node.args[0], ast.Starred)
+    )
+
+
+def _part_of_literal(node: ast.AST, parent: ast.AST) -> bool:
+    """Whether literal *node* is part of the bigger literal *parent* (an f-string's text,
+    a format's, a "+" chain's operand)."""
+    if isinstance(parent, (ast.JoinedStr, ast.FormattedValue)):
+        return True
+    if isinstance(parent, ast.BinOp):  # (a "+" chain is followed whole: follow_chain)
+        return isinstance(parent.op, ast.Add) or (node is parent.left and _is_literal(parent))
+    return isinstance(parent, ast.Attribute) and parent.attr in ("format", "format_map")
+
+
+class WrittenFlows:
+    """Which out-of-place literals of one template reach only its output (:meth:`written`),
+    and the places where their values join output that the contextual walk must see
+    land in text (*sinks*: ids of an output statement's value or a "+" operand)."""
+
+    def __init__(self, body: list[ast.stmt]) -> None:
+        self.parents: dict[int, ast.AST] = {}
+        self.loads: dict[str, list[ast.Name]] = {}
+        self.escaped: set[str] = set()  # names read elsewhere than this scope's own code
+        self.sinks: dict[int, ast.expr] = {}
+        self.literals: list[ast.expr] = []
+        self.units: set[int] = set()  # literals not part of a bigger literal (ids)
+        self.all_escaped = False
+        for statement in body:
+            self._walk(statement)
+
+    def _walk(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _SCOPES):
+                for inner in ast.walk(child):  # (another scope: its reads are not followed)
+                    if isinstance(inner, ast.Name):
+                        self.escaped.add(inner.id)
+                    elif isinstance(inner, (ast.Global, ast.Nonlocal)):
+                        self.escaped.update(inner.names)
+                continue
+            self.parents[id(child)] = node
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                self.loads.setdefault(child.id, []).append(child)
+                if child.id in _FRAME_READERS:
+                    self.all_escaped = True
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                self.escaped.update(child.names)
+            if _is_literal(child):
+                self.literals.append(child)
+                if not _part_of_literal(child, node):
+                    self.units.add(id(child))
+            self._walk(child)
+
+    def unwritten(self) -> list[ast.expr]:
+        """The literals whose value may go elsewhere than the output."""
+        return [node for node in self.literals if not self.written(node, set())]
+
+    def _name(self, name: str, seen: set[str]) -> bool:
+        if self.all_escaped or name in self.escaped:
+            return False
+        if name in seen:
+            return True
+        seen.add(name)
+        return all(self.written(load, seen) for load in self.loads.get(name, ()))
+
+    def _targets(self, targets: list[ast.expr], seen: set[str]) -> bool:
+        return all(isinstance(t, ast.Name) and self._name(t.id, seen) for t in targets)
+
+    def written(self, node: ast.AST, seen: set[str]) -> bool:
+        """Whether the value of *node* reaches nothing but the output."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Expr):
+            if not _is_literal(node) and not (
+                isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+            ):
+                self.sinks[id(node)] = node  # (markup made elsewhere lands here)
+            return True
+        if isinstance(parent, ast.IfExp):
+            return node is not parent.test and self.written(parent, seen)
+        if isinstance(parent, ast.BoolOp):
+            return self.written(parent, seen)
+        if isinstance(parent, ast.BinOp):
+            if isinstance(parent.op, ast.Add):
+                if not isinstance(node, (ast.Constant, ast.JoinedStr, ast.BinOp)) or (
+                    isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Add)
+                ):
+                    self.sinks[id(node)] = node
+                return self.written(parent, seen)
+            if isinstance(parent.op, ast.Mod) and node is parent.left and _is_literal(parent):
+                return self.written(parent, seen)  # (the literal is the format)
+            return False
+        if isinstance(parent, ast.Attribute):
+            call = self.parents.get(id(parent))
+            if isinstance(call, ast.Call) and call.func is parent and _is_literal(call):
+                return self.written(call, seen)  # (the literal is the format)
+            return False
+        if isinstance(parent, (ast.List, ast.Tuple)):
+            return node in parent.elts and self.written(parent, seen)
+        if isinstance(parent, (ast.ListComp, ast.GeneratorExp)):
+            return node is parent.elt and self.written(parent, seen)
+        if isinstance(parent, ast.Call):
+            if _is_join(parent) and node is parent.args[0]:
+                return self.written(parent, seen)
+            return False
+        if isinstance(parent, ast.Assign) and node is parent.value:
+            return self._targets(parent.targets, seen)
+        if isinstance(parent, ast.AnnAssign) and node is parent.value:
+            return self._targets([parent.target], seen)
+        if isinstance(parent, ast.AugAssign) and node is parent.value:
+            return isinstance(parent.op, ast.Add) and self._targets([parent.target], seen)
+        return False

@@ -457,7 +457,7 @@ class _OutputPieces(_TemplateState):
         return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
     def nonce_fields(
-        self, values: list[ast.expr], nonces: tuple[tuple[int, ...], ...]
+        self, values: list[ast.expr], nonces: tuple[tuple[int, ...], ...], own: bool = True
     ) -> list[ast.expr]:
         """An f-string's *values* with a field that writes the CSP nonce attribute at
         each slot of its literal parts (*nonces*, one tuple per part, in order):
@@ -481,6 +481,8 @@ class _OutputPieces(_TemplateState):
                 attribute = _call(_name("_ptl_nonce_attr", value), [], value)
                 empty = _located(ast.Constant(""), value)
                 field = _located(ast.IfExp(_located(test, value), attribute, empty), value)
+                if not own:  # (evaluated out of place: see _ContextualWalk.settle_nonces)
+                    self.nonce_gates.append(field)
                 out.append(_located(ast.FormattedValue(field, -1, None), value))
                 start = slot
             if start < len(text):

@@ -62,13 +62,25 @@ class _Transformer(_LoopFusion):
         self.csp_strict = tracking and (self.csp_module_strict or csp.asks_strict(node.body))
         if self.inline_scripts is not None:
             self.inline_scripts.interrupt()
+        outer_nonces = self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates
+        self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates = {}, set(), [], []
+        if tracking:
+            flows = csp.WrittenFlows(node.body)
+            for literal in flows.literals:
+                if id(literal) in flows.units:
+                    literal._ptl_unit = True  # type: ignore[attr-defined]
+            for literal in flows.unwritten():
+                literal._ptl_used = True  # type: ignore[attr-defined]
+            self.nonce_sinks = flows.sinks
         try:
             with self.scope(kind, tracking):
                 node.body = self.visit_list(node.body)
                 self.check_end(self.ctx, node, node)
+            self.settle_nonces()
         finally:
             self.template = outer
             self.csp_strict = outer_strict
+            self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates = outer_nonces
         self.wrap_template(node, kind)
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
@@ -137,6 +149,8 @@ class _Transformer(_LoopFusion):
                     value.elt = self.escaped(piece, escaper, joined=True)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
+        if id(node.value) in self.nonce_sinks:
+            self.sink(node.value, self.ctx if self.tracking else None)
         pieces: list[_Piece] | None = (
             self.pieces(node.value) if self.kind == "html" and switches.SPLIT_OUTPUT else None
         )
@@ -243,7 +257,9 @@ class _Transformer(_LoopFusion):
             # in where it is evaluated (in a nonce scope), as it would where it is output.
             slots = self.evaluated_nonces(node.value, node)
             if slots:
-                return self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
+                nonced = self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
+                self.nonce_gates.append(nonced)
+                return nonced
         return _name(self.hoist(node), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
@@ -271,8 +287,9 @@ class _Transformer(_LoopFusion):
         fstring = _as_fstring(node)
         if node is self.output_value:
             self.output_value = fstring
-        if hasattr(node, "_ptl_from"):
-            fstring._ptl_from = node._ptl_from  # type: ignore[attr-defined]
+        for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten", "_ptl_used", "_ptl_unit"):
+            if hasattr(node, mark):
+                setattr(fstring, mark, getattr(node, mark))
         visited: ast.AST = self.visit(fstring)
         return visited
 
@@ -282,12 +299,13 @@ class _Transformer(_LoopFusion):
         text = _all_text(node.values)
         if text is not None:
             constant = _located(ast.Constant(text), node)
-            for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten"):
+            for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten", "_ptl_used", "_ptl_unit"):
                 if hasattr(node, mark):
                     setattr(constant, mark, getattr(node, mark))
             if node is self.output_value:
                 self.output_value = constant
             return self.visit_Constant(constant)
+        own = node is self.output_value
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
         parts = [_text_of(part) for part in node.values]
         escapers = iter(self.fragment(node, parts, fields))
@@ -320,7 +338,7 @@ class _Transformer(_LoopFusion):
                 part.conversion = -1
                 part.format_spec = None
         if nonces:
-            node.values = self.nonce_fields(node.values, nonces)
+            node.values = self.nonce_fields(node.values, nonces, own)
         return _call(_name("_ptl_htmltext", node), [node], node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -341,6 +359,7 @@ class _Transformer(_LoopFusion):
             and isinstance(left.value, str)
             and _percent_holes(left.value) is not None
         )
+        own = node is self.output_value
         if isinstance(node.op, ast.Add) and self.tracking:
             self.follow_chain(node)
         visited = self.visit_percent(node)
@@ -350,7 +369,10 @@ class _Transformer(_LoopFusion):
         args = [node.left, node.right]
         if nonces:
             # The nonce goes in at these slots of the format's texts, per render.
-            args.append(_located(ast.Constant(cast(Any, nonces)), node))
+            slots = _located(ast.Constant(cast(Any, nonces)), node)
+            if not own:
+                self.nonce_gates.append(slots)
+            args.append(slots)
         return self.formatted("_ptl_html_mod", args, [], node)
 
     def formatted(

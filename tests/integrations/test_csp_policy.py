@@ -300,14 +300,18 @@ def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
         (2, 9, "no-nonce"),
         (3, 7, "msgid-no-nonce"),
         (4, 9, "added-no-nonce"),
+        (4, 9, "open-no-nonce"),
         (5, 9, "literal-no-nonce"),
+        (5, 9, "open-no-nonce"),
         (5, 9, "script-src-value"),
         (6, 14, "msgid-no-nonce"),
         (6, 36, "msgid-no-nonce"),
         (7, 9, "literal-no-nonce"),
+        (7, 9, "open-no-nonce"),
         (9, 5, "added-no-nonce"),
         (10, 9, "literal-no-nonce"),
-    ]
+        (10, 9, "open-no-nonce"),
+    ]  # (open-no-nonce: those left open switch off the style of line 12's nonce)
     message = dict(((line, kind), text) for line, _, kind, text in csp_report(UNNONCED))
     assert "leaves a <script> open" in message[(10, "literal-no-nonce")]
     assert "only HTML-escaped" in message[(9, "added-no-nonce")]
