@@ -271,3 +271,40 @@ def test_the_hashes_of_static_scripts_are_the_ones_chromium_runs(page: Any, tmp_
         "window.__violations.length]"
     )
     assert seen == [2, 2, 2, "&amp;", "&amp;", 0]
+
+
+# -- a value substituted into a literal after it is evaluated (review finding 1) ----------
+
+SUBSTITUTED = """\
+from markupsafe import Markup
+
+def render [html] (q1, q2):
+    "<!doctype html><html><body><h1>x</h1><p>hi</p>"
+    Markup("<script>var q = {};</script>").format(q1)
+    '<script>var r = __Q__;</script>'.replace("__Q__", q2)
+    "<script>window.inlineRan = true;</script></body></html>"
+"""
+
+
+def test_a_value_substituted_into_a_literal_script_is_refused(page: Any, tmp_path: Any) -> None:
+    """``Markup(lit).format(v)`` and ``lit.replace(p, v)`` put a value into a literal's
+    script after it was evaluated: it takes no nonce, so the strict policy refuses it
+    (on the branch the review attacked, both ran)."""
+    (tmp_path / "substituted.ptl").write_text(SUBSTITUTED, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        return loader.render(
+            "substituted.ptl", {"q1": request.args["q1"], "q2": request.args["q2"]}
+        )
+
+    with serve_in_thread(CSP(app)) as base:
+        url = base + "/?q1=1;window.injectedRan=true&q2=1;window.handlerRan=true"
+        _, headers, body = fetch(url)
+        nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 1  # (the template's own script)
+        seen = load(page, url)
+    assert seen["inline"] is True
+    assert seen["injected"] is False
+    assert len(seen["violations"]) == 2
