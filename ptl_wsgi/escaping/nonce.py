@@ -8,9 +8,8 @@ literal gave it one.  The engine (:mod:`~ptl_wsgi.escaping.context`) finds *wher
 in the literal text, once, at compile or plan time: *slots*, offsets into a
 literal.  The nonce itself is read here at run time, per render, so it is never
 part of compiled code or of a cached plan.  A literal that is not output where it
-stands takes it where it is evaluated; markup that so carries it and then becomes a
-format loses it (:data:`PREFIX` tells where to look) before the twins cut and plan
-the format, which puts it back at the format's slots.
+stands takes it where it is evaluated, only when its value reaches nothing but output
+(``compiler.csp.WrittenFlows``): no nonced literal becomes a format or an argument.
 
 The context variable lives here, below :mod:`ptl_wsgi.csp`, because compiled
 templates and the twins' run-time formatting (layer 1) read it; ``csp`` sets it.
@@ -54,8 +53,7 @@ def check(nonce: str) -> str:
     return nonce
 
 
-#: What every nonce attribute the engine writes starts with (:func:`attribute`): markup
-#: without it carries no nonce of the engine's.
+#: What every nonce attribute the engine writes starts with (:func:`attribute`).
 PREFIX = ' nonce="'
 
 
