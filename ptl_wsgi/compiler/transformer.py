@@ -137,6 +137,8 @@ class _Transformer(_LoopFusion):
     def visit_Expr(self, node: ast.Expr) -> ast.AST:
         if self.kind is None:
             return self.generic_visit(node)
+        if id(node.value) in self.nonce_sinks:  # (markup made out of place: in text only)
+            self.sink(node.value, self.ctx if self.tracking else None)
         if isinstance(node.value, _COMPREHENSIONS):
             value = self.visit(node.value)
             if isinstance(value, ast.GeneratorExp):
@@ -149,8 +151,6 @@ class _Transformer(_LoopFusion):
                     value.elt = self.escaped(piece, escaper, joined=True)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
-        if id(node.value) in self.nonce_sinks:
-            self.sink(node.value, self.ctx if self.tracking else None)
         pieces: list[_Piece] | None = (
             self.pieces(node.value) if self.kind == "html" and switches.SPLIT_OUTPUT else None
         )

@@ -245,6 +245,7 @@ def page [html] (flag, v):
     x += "<style>p{}</style>"
     x
     ("<style>q{}</style>" if flag else "") + "<i>" + v + "</i>"
+    [external for _ in range(1) if flag]
 """
     module = compiled(source, "csp_review_written")
     with nonce_scope(NONCE):
@@ -255,6 +256,7 @@ def page [html] (flag, v):
         "script",
         "style",
         "style",
+        "script",
     ]
     assert out.replace(f' nonce="{NONCE}"', "") == str(module.page(True, "<v>"))
 
