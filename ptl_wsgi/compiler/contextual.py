@@ -9,6 +9,7 @@ from __future__ import annotations
 import _string
 import ast
 from collections.abc import Sequence
+from typing import Any, cast
 
 from ptl_wsgi.compiler import csp
 from ptl_wsgi.compiler.names import OPT_OUT
@@ -294,13 +295,13 @@ class _ContextualWalk(_OutputPieces):
                 leaks.append(("sink-no-nonce", "where the compiler cannot follow", node))
         if not gates or not leaks:
             return
-        for kind, where, node in leaks:
-            self.csp_finding(kind, where, node)
+        for kind, where, spot in leaks:
+            self.csp_finding(kind, where, spot)
         for gate in gates:
             if isinstance(gate, ast.IfExp):
                 gate.test = _located(ast.Constant(False), gate)
             elif isinstance(gate, ast.Constant):
-                gate.value = ()
+                gate.value = cast(Any, ())  # (a tuple constant: no slots)
 
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""

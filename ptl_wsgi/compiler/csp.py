@@ -390,7 +390,7 @@ class WrittenFlows:
                     self.all_escaped = True
             elif isinstance(child, (ast.Global, ast.Nonlocal)):
                 self.escaped.update(child.names)
-            if _is_literal(child):
+            if isinstance(child, ast.expr) and _is_literal(child):
                 self.literals.append(child)
                 if not _part_of_literal(child, node):
                     self.units.add(id(child))
@@ -411,9 +411,13 @@ class WrittenFlows:
     def _targets(self, targets: list[ast.expr], seen: set[str]) -> bool:
         return all(isinstance(t, ast.Name) and self._name(t.id, seen) for t in targets)
 
-    def written(self, node: ast.AST, seen: set[str]) -> bool:
+    def written(self, node: ast.expr, seen: set[str]) -> bool:
         """Whether the value of *node* reaches nothing but the output."""
         parent = self.parents.get(id(node))
+        if not isinstance(parent, ast.expr) and not isinstance(
+            parent, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)
+        ):
+            return False
         if isinstance(parent, ast.Expr):
             if not _is_literal(node) and not (
                 isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
@@ -435,7 +439,7 @@ class WrittenFlows:
                 return self.written(parent, seen)  # (the literal is the format)
             return False
         if isinstance(parent, ast.Attribute):
-            call = self.parents.get(id(parent))
+            call = self.parents.get(id(parent))  # (the literal is a method's receiver)
             if isinstance(call, ast.Call) and call.func is parent and _is_literal(call):
                 return self.written(call, seen)  # (the literal is the format)
             return False
