@@ -128,6 +128,15 @@ def textarea_statement [html] ():
     '<textarea>'
     (s if s else '')
     '</textarea>'
+
+def url_conditional [html] ():
+    '<a href="/x?h='
+    ('<script src="/a.js"></script>' if True else '')
+    '">x</a>'
+
+def fstring_field [html] ():
+    s = '<script src="/a.js"></script>'
+    f"<p>{s}</p>"
 """
 
 # Finding 3: a literal left open in a tag or attribute before a nonced literal.
@@ -173,6 +182,8 @@ CASES: dict[str, tuple[str, str, tuple[Any, ...]]] = {
             "attribute_statement",
             "url",
             "textarea_statement",
+            "url_conditional",
+            "fstring_field",
         )
     },
     **{
