@@ -363,14 +363,14 @@ class WrittenFlows:
     and the places where their values join output that the contextual walk must see
     land in text (*sinks*: ids of an output statement's value or a "+" operand)."""
 
-    def __init__(self, body: list[ast.stmt]) -> None:
+    def __init__(self, body: list[ast.stmt], reads_frames: bool = False) -> None:
         self.parents: dict[int, ast.AST] = {}
         self.loads: dict[str, list[ast.Name]] = {}
         self.escaped: set[str] = set()  # names read elsewhere than this scope's own code
         self.sinks: dict[int, ast.expr] = {}
         self.literals: list[ast.expr] = []
         self.units: set[int] = set()  # literals not part of a bigger literal (ids)
-        self.all_escaped = False
+        self.all_escaped = reads_frames  # (a frame's locals can be read by any name)
         for statement in body:
             self._walk(statement)
 
@@ -436,12 +436,14 @@ class WrittenFlows:
                     self.sinks[id(node)] = node
                 return self.written(parent, seen)
             if isinstance(parent.op, ast.Mod) and node is parent.left and _is_literal(parent):
-                return self.written(parent, seen)  # (the literal is the format)
+                # (the literal is the format; one that carries a nonce is not: the
+                # run-time formatting of nonced text would key its plans by the nonce)
+                return isinstance(node, ast.Constant) and self.written(parent, seen)
             return False
         if isinstance(parent, ast.Attribute):
             call = self.parents.get(id(parent))  # (the literal is a method's receiver)
             if isinstance(call, ast.Call) and call.func is parent and _is_literal(call):
-                return self.written(call, seen)  # (the literal is the format)
+                return isinstance(node, ast.Constant) and self.written(call, seen)  # (as for %)
             return False
         if isinstance(parent, (ast.List, ast.Tuple)):
             return node in parent.elts and self.written(parent, seen)

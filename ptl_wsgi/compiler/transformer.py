@@ -65,7 +65,7 @@ class _Transformer(_LoopFusion):
         outer_nonces = self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates
         self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates = {}, set(), [], []
         if tracking:
-            flows = csp.WrittenFlows(node.body)
+            flows = csp.WrittenFlows(node.body, self.reads_frames)
             for literal in flows.literals:
                 if id(literal) in flows.units:
                     literal._ptl_unit = True  # type: ignore[attr-defined]

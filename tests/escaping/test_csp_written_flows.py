@@ -303,6 +303,33 @@ def frame [html] ():
     module = compiled(source, "csp_review_scopes")
     with nonce_scope(NONCE):
         assert NONCE not in str(module.nested()) + str(module.frame())
+    frames = """\
+import sys
+
+def f [html] ():
+    s = '<script>var a = 1;</script>'
+    sys._getframe().f_locals["s"]
+    s
+"""
+    with nonce_scope(NONCE):
+        assert NONCE not in str(compiled(frames, "csp_review_frames").f())
+
+
+def test_a_nonced_format_is_not_formatted_again() -> None:
+    """A literal's % result taken as a format (`.format()` of it) takes no nonce where it
+    is evaluated: the run-time formatting finds the places itself, and no plan is keyed
+    by a nonce."""
+    source = """\
+def f [html] (v):
+    ('<script>var a = %s;</script>' % ("{}",)).format(v)
+"""
+    module = compiled(source, "csp_review_reformat")
+    with nonce_scope(NONCE):
+        out = str(module.f("1; x"))
+    assert out.count(NONCE) == 1
+    assert nonces(out) == [("script", NONCE)]
+    found = [(line, kind) for line, _, kind, _ in csp_report(source, "reformat.ptl")]
+    assert found == [(2, "used-no-nonce")]
 
 
 RENDER_ALL = """
