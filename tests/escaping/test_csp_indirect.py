@@ -2,14 +2,13 @@
 
 A literal of an ``[html]`` template that writes a ``<script>``, ``<style>`` or
 stylesheet ``<link>`` start tag but is not output where it stands (assigned, chosen
-by a conditional, added with ``+``, passed to a call, put in a list that is joined,
-formatted with ``%`` or as an f-string) takes the request's nonce where it is
-evaluated, inside a nonce scope, for each element it writes whole; outside one it is
-exactly what it was.  A value never obtains the nonce: one added with ``+`` into a
-script, a style or a nonced tag (only HTML-escaped there) leaves the element without
-it.  Markup that carries the nonce and then becomes the format of run-time formatting
-is planned without it (no cache is keyed by a nonce).  Both twins.
-"""
+by a conditional, added with ``+``, put in a list that is joined, formatted with
+``%`` or as an f-string) takes the request's nonce where it is evaluated, inside a
+nonce scope, for each element it writes whole, if its value reaches nothing but
+output (one passed to a call takes none: test_csp_written_flows); outside a scope it
+is exactly what it was.  A value never obtains the nonce: one added with ``+`` into
+a script, a style or a nonced tag (only HTML-escaped there) leaves the element
+without it.  Both twins."""
 
 from __future__ import annotations
 
