@@ -496,12 +496,11 @@ def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
     return plan
 
 
-def _nonced(units: tuple[_Unit, ...], tail: str, nonces: Any) -> tuple[tuple[_Unit, ...], str]:
-    """*units* and *tail* with the current CSP nonce at their slots (as they are
-    outside a nonce scope): made per render, the cut itself keeps no nonce."""
-    attr = _nonce_attribute()
-    if not attr:
-        return units, tail
+def _nonced(
+    units: tuple[_Unit, ...], tail: str, nonces: Any, attr: str
+) -> tuple[tuple[_Unit, ...], str]:
+    """*units* and *tail* with *attr*, the current CSP nonce attribute, at their slots:
+    made per render, the cut itself keeps no nonce."""
     nonced = []
     for unit, slots in zip(units, nonces, strict=False):
         if slots:
@@ -659,7 +658,9 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
     if contextual:
         nonces = cut[4]
     if nonces and _nonce_used[0] and len(nonces) == len(units) + 1:
-        units, tail = _nonced(units, tail, nonces)
+        attr = _nonce_attribute()
+        if attr:
+            units, tail = _nonced(units, tail, nonces, attr)
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.

@@ -12,6 +12,7 @@ from ptl_wsgi.escaping.escapers import for_class, one_for_class, percent_field, 
 from ptl_wsgi.escaping.escapers import format_value as _format_value
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as nonce_used
+from ptl_wsgi.escaping.nonce import attribute as nonce_attribute
 from ptl_wsgi.escaping.nonce import inserted as _inserted
 from ptl_wsgi.escaping.rules import UNSAFE_CSS
 from ptl_wsgi.html import IMPLEMENTATION, format_field, htmltext, implementation
@@ -34,6 +35,7 @@ __all__ = [
     "contextual_format",
     "format_value",
     "nonce",
+    "nonce_attribute",
     "nonce_used",
     "nonced",
     "percent_field",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _string
 import ast
 from collections.abc import Sequence
+from typing import Any, cast
 
 from ptl_wsgi.compiler import csp
 from ptl_wsgi.compiler.names import OPT_OUT
@@ -42,7 +43,7 @@ from ptl_wsgi.escaping.context import (
     join,
     settle,
 )
-from ptl_wsgi.escaping.rules import K_URL, takes_nonce
+from ptl_wsgi.escaping.rules import K_URL, NONCE_ELEMENTS, takes_nonce
 
 
 def _spot_in(node: Spot, text: str, offset: int, lines: list[str]) -> Spot:
@@ -77,6 +78,42 @@ def _added(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         return [*_added(value.left), *_added(value.right)]
     return [value]
+
+
+def _mark_chain(node: ast.expr) -> None:
+    """Mark the "+" nodes of the chain *node* is the top of (as :func:`_added` reads it)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node._ptl_in_chain = True  # type: ignore[attr-defined]
+        _mark_chain(node.left)
+        _mark_chain(node.right)
+
+
+def _inside_nonced(ctx: Context) -> bool:
+    """Whether *ctx* is inside an element that takes the CSP nonce: in its start tag, or
+    in the text of a ``<script>`` or ``<style>``."""
+    return ctx.nonce or ctx.element in NONCE_ELEMENTS
+
+
+def _in_text(ctx: Context | None) -> bool:
+    """Whether *ctx* is plain text, where markup made out of place may take the nonce."""
+    return ctx is not None and settle(ctx) == TEXT
+
+
+def _unnonced_kind(node: ast.expr) -> str:
+    """The finding of a literal whose tags take no nonce (see evaluated_nonces)."""
+    if getattr(node, "_ptl_msgid", False):
+        return "msgid-no-nonce"
+    if getattr(node, "_ptl_used", False):
+        return "used-no-nonce"
+    return "added-no-nonce" if getattr(node, "_ptl_tainted", False) else "literal-no-nonce"
+
+
+def _without_last_slot(nonces: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Per-part *nonces* without the last slot of all."""
+    for index in range(len(nonces) - 1, -1, -1):
+        if nonces[index]:
+            return [*nonces[:index], nonces[index][:-1], *nonces[index + 1 :]]
+    return nonces
 
 
 def _keyword(node: Spot, keyword: str) -> ast.Pass:
@@ -145,19 +182,126 @@ class _ContextualWalk(_OutputPieces):
             self.csp_finding(kind, name, _spot_in(node, text, offset, self.lines))
         return after
 
-    def literal_without_nonce(self, text: str, node: Spot) -> None:
-        """Report literal *text* (at *node*, not output where it stands) if it writes a
-        tag that takes the nonce: only an output statement's literals get one."""
-        if self.csp is None and not self.csp_strict:
-            return
+    def evaluated_nonces(self, text: str, node: ast.expr) -> tuple[int, ...]:
+        """Where the CSP nonce goes in literal *text* (at *node*), which is evaluated where
+        it stands, not output there: it becomes markup, which is written out later or
+        elsewhere (assigned, chosen, added with "+", passed to a call).  It is parsed
+        from where its "+" chain puts it (``_ptl_from``, see :meth:`follow_chain`) or
+        from text, as markup is.  Only an element the literal writes whole takes the
+        nonce: one it leaves open (its tag or its text) would run whatever is added to it,
+        values only HTML-escaped.  A msgid (``_ptl_msgid``) takes none either (its
+        translation is looked up by its text).  Each is reported."""
+        start = getattr(node, "_ptl_from", TEXT)
         slots: list[int] = []
         try:
-            after = advance(TEXT, text, slots=slots)
+            after = advance(TEXT if start is None else start, text, slots=slots)
         except ContextError:
-            return  # (markup that cannot be followed is refused where it is output)
-        if slots or after.nonce:  # (a tag that takes one, closed here or left open)
-            name = _tag_at(text, slots[0]) if slots else after.element
-            self.csp_finding("literal-no-nonce", name, node)
+            self.open_literal(node, None)
+            return ()  # (markup that cannot be followed is refused where it is output)
+        if getattr(node, "_ptl_unit", False) and start is not None:
+            self.open_literal(node, after)
+        if getattr(node, "_ptl_msgid", False) or getattr(node, "_ptl_used", False) or start is None:
+            if slots or _inside_nonced(after):
+                name = _tag_at(text, slots[0]) if slots else after.element
+                self.csp_finding(_unnonced_kind(node), name, node)
+            return ()
+        if getattr(node, "_ptl_open_last", False):
+            return tuple(slots[:-1])  # (follow_chain reported it)
+        if _inside_nonced(after) and not hasattr(node, "_ptl_from"):
+            self.csp_finding("literal-no-nonce", after.element, node)
+            if not after.nonce:
+                return tuple(slots[:-1])  # (the element open at the end: its tag's slot)
+        return tuple(slots)
+
+    def follow_chain(self, node: ast.BinOp) -> None:
+        """Mark each literal operand of "+" chain *node* with the context it lands in
+        (``_ptl_from``), from where output is (an output statement's whole value) or
+        from text, so that a literal that closes a tag another one opened takes the
+        nonce at its ``>``.  A value that lands in a tag that takes the nonce or in the
+        text of a script or style (only HTML-escaped there) makes no literal of the
+        chain take it (``_ptl_from`` None, ``_ptl_tainted``), as does a chain the
+        compiler cannot follow; an element the chain leaves open takes none
+        (``_ptl_open_last``).  Each is reported."""
+        if getattr(node, "_ptl_in_chain", False):
+            return
+        operands = _added(node)
+        _mark_chain(node)
+        literals = [o for o in operands if _text_of(o) is not None or _is_fstring(o)]
+        if not literals and not any(id(o) in self.nonce_sinks for o in operands):
+            return
+        ctx: Context | None = (self.ctx or TEXT) if node is self.output_value else TEXT
+        tainted = False
+        last: ast.expr | None = None  # the literal operand with the chain's last slot
+        for operand in operands:
+            if id(operand) in self.nonce_sinks:
+                self.sink(operand, ctx)
+            if operand in literals:
+                operand._ptl_from = ctx  # type: ignore[attr-defined]
+            if ctx is None:
+                continue
+            parts = operand.values if _is_fstring(operand) else [operand]  # type: ignore[attr-defined]
+            try:
+                for part in parts:
+                    text = _text_of(part)
+                    if text is not None:
+                        slots: list[int] = []
+                        ctx = advance(ctx, text, slots=slots)
+                        last = operand if slots else last
+                    elif operand in literals:
+                        ctx = after_value(ctx)  # (an f-string's value, escaped for where it is)
+                    elif _inside_nonced(ctx):
+                        tainted = True
+                    else:
+                        escaper_for(ctx)  # (where no value may go, the chain is not followed)
+                        ctx = after_value(ctx)
+            except ContextError:
+                ctx = None
+            if tainted:
+                break
+        if node is not self.output_value:
+            self.open_literal(node, None if tainted else ctx)
+        if tainted or ctx is None:
+            for operand in literals:
+                operand._ptl_from = None  # type: ignore[attr-defined]
+                operand._ptl_tainted = tainted  # type: ignore[attr-defined]
+        elif _inside_nonced(ctx):
+            self.csp_finding("literal-no-nonce", ctx.element, node)
+            if not ctx.nonce and last is not None:
+                last._ptl_open_last = True  # type: ignore[attr-defined]
+
+    def open_literal(self, node: ast.expr, after: Context | None) -> None:
+        """Note literal *node*, evaluated out of place, if it ends (in *after*) elsewhere
+        than in text (None: where the compiler cannot follow it)."""
+        if not _in_text(after):
+            where = "markup the compiler cannot follow" if after is None else describe(after)
+            self.nonce_leaks.append(("open-no-nonce", where, node))
+
+    def sink(self, node: ast.expr, ctx: Context | None) -> None:
+        """Note markup made out of place (*node*) joining output in *ctx*: it may carry
+        a nonce only in text."""
+        self.sinks_in_text.add(id(node))
+        if not _in_text(ctx):
+            where = "where the compiler cannot follow" if ctx is None else describe(ctx)
+            self.nonce_leaks.append(("sink-no-nonce", where, node))
+
+    def settle_nonces(self) -> None:
+        """At a template's end: if a literal evaluated out of place could carry a nonce to
+        where a value points (one left open, markup made out of place output elsewhere
+        than in text, or where the compiler did not see), none takes it (fails closed)."""
+        gates, self.nonce_gates = self.nonce_gates, []
+        leaks, self.nonce_leaks = self.nonce_leaks, []
+        for key, node in self.nonce_sinks.items():
+            if key not in self.sinks_in_text:
+                leaks.append(("sink-no-nonce", "where the compiler cannot follow", node))
+        if not gates or not leaks:
+            return
+        for kind, where, spot in leaks:
+            self.csp_finding(kind, where, spot)
+        for gate in gates:
+            if isinstance(gate, ast.IfExp):
+                gate.test = _located(ast.Constant(False), gate)
+            elif isinstance(gate, ast.Constant):
+                gate.value = cast(Any, ())  # (a tuple constant: no slots)
 
     def csp_finding(self, kind: str, name: str, node: Spot) -> None:
         """Report what a strict CSP forbids (``check --csp``); an error in the strict mode."""
@@ -213,10 +357,11 @@ class _ContextualWalk(_OutputPieces):
         if not self.tracking:
             return [None] * holes
         own = node is self.output_value
-        ctx = (self.ctx if self.ctx is not None else TEXT) if own else TEXT
+        start = getattr(node, "_ptl_from", TEXT)  # (a "+" chain's operand: see follow_chain)
+        ctx = (self.ctx if self.ctx is not None else TEXT) if own else (start or TEXT)
         escapers: list[str | None] = []
         nonces: list[tuple[int, ...]] = []  # per literal part, where the CSP nonce goes
-        missing = ""  # the first tag that takes one
+        first = ""  # the first tag that takes one
         refs_left = iter(refs)
         numbers = iter(numeric or [False] * holes)
         for part in parts:
@@ -242,19 +387,31 @@ class _ContextualWalk(_OutputPieces):
                     self.inline_scripts.text(ctx, part, node)
                 slots: list[int] = []
                 ctx = self.advanced(ctx, part, node, slots)
-                if (slots or ctx.nonce) and not own and not missing:
-                    missing = _tag_at(part, slots[0]) if slots else ctx.element
-                    self.csp_finding("literal-no-nonce", missing, node)
-                if own:
-                    # Formatted whole at run time: visit_Constant and visit_BinOp pass these
-                    # on, visit_format cannot (see there).
-                    nonces.append(tuple(slots))
-                    if slots and not missing:
-                        missing = _tag_at(part, slots[0])
+                # Output where it stands or evaluated (markup written later): the callers
+                # pass these on (visit_Constant, visit_BinOp, visit_JoinedStr), or report
+                # that they cannot (visit_format).
+                nonces.append(tuple(slots))
+                if slots and not first:
+                    first = _tag_at(part, slots[0])
+        if not own and getattr(node, "_ptl_unit", False) and start is not None:
+            self.open_literal(node, ctx)
         if own:
             self.ctx, self.output_value = ctx, None
-            self.fragment_nonces = tuple(nonces) if missing else ()
-            self.fragment_tag = missing
+        elif start is None or getattr(node, "_ptl_used", False):
+            if first:
+                self.csp_finding(_unnonced_kind(node), first, node)  # (see follow_chain)
+            first = ""
+        elif getattr(node, "_ptl_open_last", False) or (
+            _inside_nonced(ctx) and not hasattr(node, "_ptl_from")
+        ):
+            # The element open at its end takes none: what is added to it could be anything.
+            if not hasattr(node, "_ptl_from"):
+                self.csp_finding("literal-no-nonce", ctx.element, node)
+            if not ctx.nonce or hasattr(node, "_ptl_from"):
+                nonces = _without_last_slot(nonces)
+                first = first if any(nonces) else ""
+        self.fragment_nonces = tuple(nonces) if first else ()
+        self.fragment_tag = first
         return escapers
 
     def merge(
@@ -520,6 +677,7 @@ class _ContextualWalk(_OutputPieces):
         fields = _percent_fields(node.left.value)
         numeric = [_digits_only(field) for field in fields]
         escapers = self.fragment(node, parts, [node] * len(conversions), numeric)
+        node._ptl_nonces = self.taken_nonces()  # type: ignore[attr-defined]  # (visit_BinOp's)
         wanted = [
             i
             for i, (escaper, digits) in enumerate(zip(escapers, numeric, strict=True))
@@ -633,9 +791,8 @@ class _ContextualWalk(_OutputPieces):
             if field is not None:
                 parts.append(None)
         parts.append("")
-        own = node is self.output_value
         escapers = self.fragment(node, parts, [node] * parts.count(None))
-        if own and self.fragment_nonces:
+        if self.taken_nonces():
             # str.format's text is not cut here as the twin cuts it: no nonce goes in.
             self.csp_finding("no-nonce", self.fragment_tag, node)
         node.func.value._ptl_unwritten = True  # type: ignore[attr-defined]  # (fragment saw it)

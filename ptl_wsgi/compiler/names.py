@@ -33,6 +33,7 @@ _CONTEXT_HELPERS = (
     # A literal's CSP nonce: the nonce scope's (None outside one), inserted at slots.
     ("nonce_used", "_ptl_nonce_used"),
     ("nonced", "_ptl_nonced"),
+    ("nonce_attribute", "_ptl_nonce_attr"),
 )
 # htmltext's %, format() and format_map() escape each value for where it lands in the
 # format, parsed on its own from text (ptl_wsgi.escaping.formatting); a literal format of an

@@ -456,6 +456,39 @@ class _OutputPieces(_TemplateState):
         insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
         return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
+    def nonce_fields(
+        self, values: list[ast.expr], nonces: tuple[tuple[int, ...], ...], own: bool = True
+    ) -> list[ast.expr]:
+        """An f-string's *values* with a field that writes the CSP nonce attribute at
+        each slot of its literal parts (*nonces*, one tuple per part, in order):
+        ``(_ptl_nonce_attr() if _ptl_nonce_used[0] else "")``, empty outside a scope."""
+        self.helpers.update(("_ptl_nonce_used", "_ptl_nonce_attr"))
+        parts = iter(nonces)
+        out: list[ast.expr] = []
+        for value in values:
+            slots = next(parts) if _text_of(value) is not None else ()
+            if not slots:
+                out.append(value)
+                continue
+            text = cast(str, _text_of(value))
+            start = 0
+            for slot in slots:
+                if slot > start:
+                    out.append(_located(ast.Constant(text[start:slot]), value))
+                test = ast.Subscript(
+                    _name("_ptl_nonce_used", value), _located(ast.Constant(0), value), ast.Load()
+                )
+                attribute = _call(_name("_ptl_nonce_attr", value), [], value)
+                empty = _located(ast.Constant(""), value)
+                field = _located(ast.IfExp(_located(test, value), attribute, empty), value)
+                if not own:  # (evaluated out of place: see _ContextualWalk.settle_nonces)
+                    self.nonce_gates.append(field)
+                out.append(_located(ast.FormattedValue(field, -1, None), value))
+                start = slot
+            if start < len(text):
+                out.append(_located(ast.Constant(text[start:]), value))
+        return out
+
     def value_code(self, piece: _Value) -> ast.expr:
         """The expression that outputs one value by its piece's rule."""
         if piece.nested:

@@ -56,6 +56,14 @@ class _TemplateState(_ScopeWalker):
         # whole (empty: nowhere), and the first tag that takes it.
         self.fragment_nonces: tuple[tuple[int, ...], ...] = ()
         self.fragment_tag = ""
+        # The template's literals evaluated out of place that take the nonce: where their
+        # values join output (ids of csp.WrittenFlows' sinks, and those seen in text), the
+        # places that could carry a nonce to a value (open literals, sinks out of text), and
+        # the nodes that insert it (switched off at the template's end if any).
+        self.nonce_sinks: dict[int, ast.expr] = {}
+        self.sinks_in_text: set[int] = set()
+        self.nonce_leaks: list[tuple[str, str, Spot]] = []
+        self.nonce_gates: list[ast.expr] = []
         self.inline_scripts: InlineScripts | None = None  # for `csp-hashes`
         self.added: set[int] = set()  # ids of the "+" chains checked (inner ones included)
         # For those warnings: names bound in the template to markup built with "+" (or a

@@ -62,13 +62,25 @@ class _Transformer(_LoopFusion):
         self.csp_strict = tracking and (self.csp_module_strict or csp.asks_strict(node.body))
         if self.inline_scripts is not None:
             self.inline_scripts.interrupt()
+        outer_nonces = self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates
+        self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates = {}, set(), [], []
+        if tracking:
+            flows = csp.WrittenFlows(node.body, self.reads_frames)
+            for literal in flows.literals:
+                if id(literal) in flows.units:
+                    literal._ptl_unit = True  # type: ignore[attr-defined]
+            for literal in flows.unwritten():
+                literal._ptl_used = True  # type: ignore[attr-defined]
+            self.nonce_sinks = flows.sinks
         try:
             with self.scope(kind, tracking):
                 node.body = self.visit_list(node.body)
                 self.check_end(self.ctx, node, node)
+            self.settle_nonces()
         finally:
             self.template = outer
             self.csp_strict = outer_strict
+            self.nonce_sinks, self.sinks_in_text, self.nonce_leaks, self.nonce_gates = outer_nonces
         self.wrap_template(node, kind)
 
     def wrap_template(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> None:
@@ -125,6 +137,8 @@ class _Transformer(_LoopFusion):
     def visit_Expr(self, node: ast.Expr) -> ast.AST:
         if self.kind is None:
             return self.generic_visit(node)
+        if id(node.value) in self.nonce_sinks:  # (markup made out of place: in text only)
+            self.sink(node.value, self.ctx if self.tracking else None)
         if isinstance(node.value, _COMPREHENSIONS):
             value = self.visit(node.value)
             if isinstance(value, ast.GeneratorExp):
@@ -236,17 +250,33 @@ class _Transformer(_LoopFusion):
         if node is self.output_value:
             self.fragment(node, [node.value], [])
             # A literal output whole: the nonce goes in it as in a piece of text.
-            text = _Text(node.value, node, (self.fragment_nonces or ((),))[0])
+            text = _Text(node.value, node, (self.taken_nonces() or ((),))[0])
             return self.nonced(_name(self.hoist(node), node), text)
         if self.tracking and not getattr(node, "_ptl_unwritten", False):
-            # Trusted markup that is not output here: it gets no nonce where it lands.
-            self.literal_without_nonce(node.value, node)
+            # Trusted markup evaluated here, written out later or elsewhere: the nonce goes
+            # in where it is evaluated (in a nonce scope), as it would where it is output.
+            slots = self.evaluated_nonces(node.value, node)
+            if slots:
+                nonced = self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
+                self.nonce_gates.append(nonced)
+                return nonced
         return _name(self.hoist(node), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        # A literal compared with is not written out: no nonce to miss.
+        # A literal compared with (or looked for in a tuple, list, set or dict) is not
+        # written out: it is left as it is.
         for operand in (node.left, *node.comparators):
-            operand._ptl_unwritten = True  # type: ignore[attr-defined]
+            csp.mark_unwritten(operand)
+        return self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        csp.mark_unwritten(node.slice)  # (a key, not written out)
+        return self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        for key in node.keys:
+            if key is not None:
+                csp.mark_unwritten(key)
         return self.generic_visit(node)
 
     def visit_TemplateStr(self, node: ast.expr) -> ast.AST:
@@ -257,6 +287,9 @@ class _Transformer(_LoopFusion):
         fstring = _as_fstring(node)
         if node is self.output_value:
             self.output_value = fstring
+        for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten", "_ptl_used", "_ptl_unit"):
+            if hasattr(node, mark):
+                setattr(fstring, mark, getattr(node, mark))
         visited: ast.AST = self.visit(fstring)
         return visited
 
@@ -265,12 +298,18 @@ class _Transformer(_LoopFusion):
             return self.generic_visit(node)
         text = _all_text(node.values)
         if text is not None:
+            constant = _located(ast.Constant(text), node)
+            for mark in ("_ptl_from", "_ptl_msgid", "_ptl_unwritten", "_ptl_used", "_ptl_unit"):
+                if hasattr(node, mark):
+                    setattr(constant, mark, getattr(node, mark))
             if node is self.output_value:
-                self.fragment(node, [text], [])
-            return self.visit_Constant(_located(ast.Constant(text), node))
+                self.output_value = constant
+            return self.visit_Constant(constant)
+        own = node is self.output_value
         fields = [part for part in node.values if isinstance(part, ast.FormattedValue)]
         parts = [_text_of(part) for part in node.values]
         escapers = iter(self.fragment(node, parts, fields))
+        nonces = self.taken_nonces()
         for part in node.values:
             if not isinstance(part, ast.FormattedValue):
                 continue
@@ -298,6 +337,8 @@ class _Transformer(_LoopFusion):
                 )
                 part.conversion = -1
                 part.format_spec = None
+        if nonces:
+            node.values = self.nonce_fields(node.values, nonces, own)
         return _call(_name("_ptl_htmltext", node), [node], node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -319,15 +360,19 @@ class _Transformer(_LoopFusion):
             and _percent_holes(left.value) is not None
         )
         own = node is self.output_value
-        self.taken_nonces()
+        if isinstance(node.op, ast.Add) and self.tracking:
+            self.follow_chain(node)
         visited = self.visit_percent(node)
-        nonces = self.taken_nonces() if own else ()
+        nonces = getattr(node, "_ptl_nonces", ())  # (visit_percent's, where output or not)
         if not literal or (self.tracking and not readable):
             return visited  # (htmltext's % plans it at run time, and puts the nonce in)
         args = [node.left, node.right]
         if nonces:
             # The nonce goes in at these slots of the format's texts, per render.
-            args.append(_located(ast.Constant(cast(Any, nonces)), node))
+            slots = _located(ast.Constant(cast(Any, nonces)), node)
+            if not own:
+                self.nonce_gates.append(slots)
+            args.append(slots)
         return self.formatted("_ptl_html_mod", args, [], node)
 
     def formatted(
@@ -341,6 +386,8 @@ class _Transformer(_LoopFusion):
         if self.kind == "html" and (self.csp is not None or self.csp_strict):
             for key, name in csp.attrs_events(node):
                 self.csp_finding("attrs-event", name, key)
+        if self.kind == "html":
+            csp.mark_call_arguments(node)
         func = node.func
         method = (
             func.attr

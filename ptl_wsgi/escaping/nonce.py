@@ -7,7 +7,9 @@ gets `` nonce="..."`` (:func:`ptl_wsgi.escaping.rules.takes_nonce`), unless the
 literal gave it one.  The engine (:mod:`~ptl_wsgi.escaping.context`) finds *where*
 in the literal text, once, at compile or plan time: *slots*, offsets into a
 literal.  The nonce itself is read here at run time, per render, so it is never
-part of compiled code or of a cached plan.
+part of compiled code or of a cached plan.  A literal that is not output where it
+stands takes it where it is evaluated, only when its value reaches nothing but output
+(``compiler.csp.WrittenFlows``): no nonced literal becomes a format or an argument.
 
 The context variable lives here, below :mod:`ptl_wsgi.csp`, because compiled
 templates and the twins' run-time formatting (layer 1) read it; ``csp`` sets it.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 
-__all__ = ["CURRENT", "USED", "attribute", "check", "enter", "inserted"]
+__all__ = ["CURRENT", "PREFIX", "USED", "attribute", "check", "enter", "inserted"]
 
 #: The nonce of the request being rendered, or None outside a nonce scope.
 CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -51,10 +53,14 @@ def check(nonce: str) -> str:
     return nonce
 
 
+#: What every nonce attribute the engine writes starts with (:func:`attribute`).
+PREFIX = ' nonce="'
+
+
 def attribute() -> str:
     """`` nonce="N"`` for the current nonce, or ``""`` outside a nonce scope."""
     nonce = CURRENT.get()
-    return "" if nonce is None else f' nonce="{nonce}"'
+    return "" if nonce is None else f'{PREFIX}{nonce}"'
 
 
 def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:

@@ -143,6 +143,97 @@ def test_without_csp_the_page_is_what_the_literals_say(tmp_path: Any) -> None:
     )
 
 
+# -- literals that reach output indirectly (issue #31) -------------------------------------
+
+INDIRECT = """\
+def render [html] (dark):
+    external = '<script src="/app.js"></script>'
+    inline = "<script>window.inlineRan = true;</script>" if dark else ""
+    style = "<style>h1 { color: rgb(0, 128, 0) }</style>" if dark else ""
+    parts = ['<link rel="stylesheet" href="/site.css">', style]
+    "<!doctype html><html><head><meta charset=utf-8>"
+    "".join(parts)
+    external
+    "</head><body><h1>indirect</h1><p>styled by the sheet</p>"
+    inline
+    "</body></html>"
+"""
+
+
+def test_assigned_and_conditional_literals_run_under_the_strict_policy(
+    page: Any, tmp_path: Any
+) -> None:
+    (tmp_path / "indirect.ptl").write_text(INDIRECT, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        if request.path == "/app.js":
+            return "window.externalRan = true;", 200, {"Content-Type": "text/javascript"}
+        if request.path == "/site.css":
+            return "p { color: rgb(0, 0, 255) }", 200, {"Content-Type": "text/css"}
+        return loader.render("indirect.ptl", {"dark": True})
+
+    with serve_in_thread(CSP(app, {"style-src": [NONCE]})) as base:
+        _, headers, body = fetch(base + "/")
+        nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 4
+        seen = load(page, base + "/")
+    assert seen == {
+        "violations": [],
+        "inline": True,
+        "external": True,
+        "injected": False,
+        "h1": "rgb(0, 128, 0)",
+        "p": "rgb(0, 0, 255)",
+    }
+
+
+# -- dangling markup before a nonced literal (review L4) ----------------------------------
+
+DANGLING = """\
+def render [html] (dangling):
+    "<!doctype html><body><p>x</p>"
+    dangling
+    "<script>window.inlineRan = true;</script><p>y</p></body>"
+"""
+
+
+@pytest.mark.parametrize("opened", ['<img src="/leak?', "<img src=/leak?"])
+def test_a_url_left_open_before_a_nonced_literal_ends_before_the_nonce(
+    page: Any, tmp_path: Any, opened: str
+) -> None:
+    """A hand-made markup value that leaves a double-quoted or unquoted URL open: the
+    nonce attribute's own quote or space ends the URL, so the fetch does not carry the
+    nonce (docs/security.md; a single-quoted one would, and is documented)."""
+    (tmp_path / "dangling.ptl").write_text(DANGLING, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        if request.path == "/leak":
+            return "", 404
+        return loader.render("dangling.ptl", {"dangling": htmltext(opened)})
+
+    fetched: list[str] = []
+
+    def record(request: Any) -> None:
+        fetched.append(request.url)
+
+    page.on("request", record)
+    try:
+        with serve_in_thread(CSP(app)) as base:
+            _, headers, body = fetch(base + "/")
+            nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+            assert f'nonce="{nonce}"' in body.decode()
+            page.goto(base + "/", wait_until="load")
+            page.wait_for_timeout(200)
+    finally:
+        page.remove_listener("request", record)
+    leaks = [url for url in fetched if "/leak" in url]
+    assert leaks and not any(nonce in url for url in leaks)
+
+
 # -- csp-hashes hash what the browser hashes (review L2) ------------------------------------
 
 HASHED = r"""
@@ -180,3 +271,40 @@ def test_the_hashes_of_static_scripts_are_the_ones_chromium_runs(page: Any, tmp_
         "window.__violations.length]"
     )
     assert seen == [2, 2, 2, "&amp;", "&amp;", 0]
+
+
+# -- a value substituted into a literal after it is evaluated (review finding 1) ----------
+
+SUBSTITUTED = """\
+from markupsafe import Markup
+
+def render [html] (q1, q2):
+    "<!doctype html><html><body><h1>x</h1><p>hi</p>"
+    Markup("<script>var q = {};</script>").format(q1)
+    '<script>var r = __Q__;</script>'.replace("__Q__", q2)
+    "<script>window.inlineRan = true;</script></body></html>"
+"""
+
+
+def test_a_value_substituted_into_a_literal_script_is_refused(page: Any, tmp_path: Any) -> None:
+    """``Markup(lit).format(v)`` and ``lit.replace(p, v)`` put a value into a literal's
+    script after it was evaluated: it takes no nonce, so the strict policy refuses it
+    (on the branch the review attacked, both ran)."""
+    (tmp_path / "substituted.ptl").write_text(SUBSTITUTED, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        return loader.render(
+            "substituted.ptl", {"q1": request.args["q1"], "q2": request.args["q2"]}
+        )
+
+    with serve_in_thread(CSP(app)) as base:
+        url = base + "/?q1=1;window.injectedRan=true&q2=1;window.handlerRan=true"
+        _, headers, body = fetch(url)
+        nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 1  # (the template's own script)
+        seen = load(page, url)
+    assert seen["inline"] is True
+    assert seen["injected"] is False
+    assert len(seen["violations"]) == 2
