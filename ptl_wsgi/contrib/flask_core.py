@@ -233,7 +233,7 @@ def set_up(app: App, framework: Framework) -> AppState:
     )
     app.teardown_request(hook(functools.partial(_end_request, framework)))
     app.context_processor(hook(functools.partial(_template_context, framework)))
-    _refuse_library_header_errors(app, framework)
+    refuse_library_header_errors(app, framework)
     framework.guard(app)
     return state
 
@@ -764,18 +764,26 @@ def _template_context(framework: Framework) -> dict[str, str]:
     return {"csp_nonce": _open_nonce(framework, request)}
 
 
-def _refuse_library_header_errors(app: App, framework: Framework) -> None:
+def refuse_library_header_errors(
+    app: App,
+    framework: Framework,
+    method: str = "handle_exception",
+    connection: Callable[[], Any] | None = None,
+) -> None:
     """Make werkzeug's own refusal of a header value (CR/LF) the 400, not the framework's 500.
 
     Werkzeug raises it in the view, in the framework's ``make_response`` of what the view
     returned, or in an ``after_request`` hook, outside every error handler; each reaches
-    ``handle_exception`` (which re-raises when testing), the one place that sees them, so
-    it is wrapped.  The refusal is answered as it is: the hooks that broke the response
-    would break it again (the guard still gives it the CSP header).
+    ``handle_exception`` (*method*: Quart's ``handle_websocket_exception`` for a WebSocket's
+    denial response, answered to *connection*, by default the request), which re-raises
+    when testing: the one place that sees them, so it is wrapped.  The refusal is answered
+    as it is: the hooks that broke the response would break it again (the guard still
+    gives it the CSP header).
     """
-    # Any: the sans-IO App has no handle_exception; Quart 0.23's takes its context first.
+    current = framework.request if connection is None else connection
+    # Any: the sans-IO App has none of these methods; Quart 0.23's take its context first.
     wrapped: Any = app
-    handle = wrapped.handle_exception
+    handle = getattr(wrapped, method)
     if getattr(handle, "_ptl_refusals", False):
         return  # PTL(app) twice
 
@@ -785,7 +793,7 @@ def _refuse_library_header_errors(app: App, framework: Framework) -> None:
         refused = as_header_error(args[-1])  # the error is the last argument
         if refused is None:
             return handle(*args)  # Quart's: a coroutine, which Quart awaits
-        return framework.returned(framework.refusal(refused, framework.request()))
+        return framework.returned(framework.refusal(refused, current()))
 
     handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
-    wrapped.handle_exception = handle_exception
+    setattr(wrapped, method, handle_exception)

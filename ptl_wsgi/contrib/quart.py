@@ -107,28 +107,41 @@ class PTL(_core.Extension):
 
 def _guard(app: Quart, framework: _Quart) -> None:
     """Wrap ``app.handle_request``, which gives Quart's ASGI side each request's final
-    response (after every ``after_request`` hook, an error handler's too): its headers
-    held to the policy, the CSP header added where it has none.  Checked as ``str``,
-    before Quart encodes them (as UTF-8, which no server-side check could read back)."""
-    handle = app.handle_request
-    if getattr(handle, "_ptl_guard", False):
-        return  # PTL(app) twice
+    response (after every ``after_request`` hook, an error handler's too), and
+    ``app.handle_websocket``, which gives it a WebSocket's denial response: their headers
+    held to the policy, and the request's CSP header added where it has none.  Checked as
+    ``str``, before Quart encodes them (as UTF-8, which no server-side check could read back)."""
+    _core.refuse_library_header_errors(
+        app, framework, "handle_websocket_exception", _current_websocket
+    )
+    for method, csp in (("handle_request", True), ("handle_websocket", False)):
+        handle = getattr(app, method)
+        if not getattr(handle, "_ptl_guard", False):  # else PTL(app) twice
+            setattr(app, method, _held(app, framework, handle, csp))
 
+
+def _held(app: Quart, framework: _Quart, handle: Any, csp: bool) -> Any:
     @functools.wraps(handle)
-    async def handle_request(request: Any) -> Any:
+    async def held(connection: Any) -> Any:
         __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
-        response = await handle(request)
+        response = await handle(connection)
+        if response is None:
+            return None  # a WebSocket accepted
         try:
             check_headers(response.headers.items())
         except HeaderError as exc:
-            response = framework.refusal(exc, request)
-        policy = _core.csp_value(app, request.scope)
+            response = framework.refusal(exc, connection)
+        policy = _core.csp_value(app, connection.scope) if csp else None
         if policy is not None:
             response.headers.setdefault(_core.CSP_HEADER, policy)
         return response
 
-    handle_request._ptl_guard = True  # type: ignore[attr-defined]
-    app.handle_request = handle_request  # type: ignore[method-assign]
+    held._ptl_guard = True  # type: ignore[attr-defined]
+    return held
+
+
+def _current_websocket() -> Any:
+    return quart.websocket._get_current_object()  # type: ignore[attr-defined]
 
 
 def _app(app: Quart | None = None) -> Quart:

@@ -376,3 +376,46 @@ def test_werkzeugs_refusal_in_a_hook_reaches_handle_exception_as_its_last_argume
     assert type(error) is ValueError and tb is not None
     assert tb.tb_frame.f_globals["__name__"] == "werkzeug.datastructures.headers"
     assert (status, body) == (418, "answered")
+
+
+def test_quart_sends_what_handle_websocket_returns_as_the_denial_response() -> None:
+    # PTL(app) wraps app.handle_websocket too (a WebSocket view's response is sent as an HTTP
+    # denial), and handle_websocket_exception, which gets werkzeug's refusal last.
+    from quart.testing import WebsocketResponseError
+
+    app = quart.Quart(__name__)
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    errors: list[BaseException] = []
+
+    @app.websocket("/ws")
+    async def socket() -> Any:
+        return "denied", 403, {"X-Next": quart.websocket.args["next"]}
+
+    handle = app.handle_websocket
+
+    async def handle_websocket(websocket: Any) -> Any:
+        response = await handle(websocket)
+        response.headers["X-Outer"] = "o"
+        return response
+
+    def handle_websocket_exception(*args: Any) -> Any:
+        errors.append(args[-1])
+
+        async def answer() -> Any:
+            return quart.Response("answered", status=418)
+
+        return answer()
+
+    app.handle_websocket = handle_websocket  # type: ignore[method-assign]
+    app.handle_websocket_exception = handle_websocket_exception  # type: ignore[method-assign]
+
+    async def connect(query: str) -> Any:
+        with pytest.raises(WebsocketResponseError) as info:
+            async with app.test_client().websocket("/ws?" + query) as ws:
+                await ws.receive()
+        return info.value.response
+
+    denied = asyncio.run(connect("next=/a"))
+    assert (denied.status_code, denied.headers["X-Outer"]) == (403, "o")
+    answered = asyncio.run(connect("next=%2Fa%0D%0Ab"))
+    assert answered.status_code == 418 and type(errors[0]) is ValueError

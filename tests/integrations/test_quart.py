@@ -810,3 +810,31 @@ def test_good_headers_from_after_request_hooks_are_sent() -> None:
     assert (status, body) == (200, "secret")
     assert (headers["X-Before"], headers["X-After"]) == ("/b\tok", "/a")
     assert len(headers.getlist("Content-Security-Policy")) == 1
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("char", ["\r\n", "\x85", "\u2028"])
+def test_a_hostile_header_on_a_websockets_denial_response_is_a_400(char, testing, caplog):
+    # A WebSocket view that answers with a response (a denial) sends it as HTTP too.
+    from quart.testing import WebsocketResponseError
+
+    app = make_app(TESTING=testing)
+    PTL(app)
+
+    @app.websocket("/ws")
+    async def socket() -> Any:
+        return "denied", 403, {"X-Next": quart.websocket.args["next"]}
+
+    async def connect(next_value: str) -> Any:
+        with pytest.raises(WebsocketResponseError) as info:
+            async with app.test_client().websocket("/ws?" + urlencode({"next": next_value})) as ws:
+                await ws.receive()
+        return info.value.response
+
+    with caplog.at_level(logging.WARNING):
+        response = run(connect(f"/a{char}Set-Cookie: s=1"))
+    assert response.status_code == 400 and "X-Next" not in response.headers
+    assert re.search(r"refused (GET|WEBSOCKET) /ws\?next=", caplog.text)  # the test scope has GET
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    response = run(connect("/fine"))
+    assert (response.status_code, response.headers["X-Next"]) == (403, "/fine")
