@@ -375,6 +375,7 @@ def call_checked(
     wrap, so that which rule applies never depends on which object answered:
     a status or header that a view could not send is a logged 400 here too.
     """
+    __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
     checked = _Checked(environ, start_response)
     body = app(environ, checked.start)
     if checked.refused is not None:

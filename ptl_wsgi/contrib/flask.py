@@ -44,8 +44,8 @@ forms' CSRF policy, and the render functions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import flask
 import jinja2
@@ -55,10 +55,12 @@ from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
-from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
+from ptl_wsgi.headers import HeaderError
 from ptl_wsgi.tracebacks import entry_point
-from ptl_wsgi.wsgi import refusal
+from ptl_wsgi.wsgi import call_checked, refusal
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
     "PTL",
@@ -77,43 +79,66 @@ __all__ = [
 class _Flask(_core.Framework):
     name = "Flask"
 
-    def request_nonce(self) -> str | None:
-        return request.environ.get(CSP_NONCE_KEY) if has_request_context() else None
+    def request(self) -> Any:
+        return request._get_current_object() if has_request_context() else None  # type: ignore[attr-defined]
 
-    def blueprint(self) -> str | None:
-        return request.blueprint if has_request_context() else None
+    def store(self, request: Any) -> MutableMapping[str, Any]:
+        return request.environ  # type: ignore[no-any-return]
+
+    def current_app(self) -> Flask:
+        return current_app._get_current_object()  # type: ignore[attr-defined,no-any-return]
+
+    def refusal(self, exc: HeaderError, request: Any) -> Response:
+        answer = refusal(exc, request.environ)  # logged, as every refusal
+        return current_app.response_class.force_type(answer, request.environ)  # type: ignore[return-value]
+
+    def forms_adapter(self) -> Any:
+        from ptl_wsgi.contrib.forms_flask import adapter
+
+        return adapter
+
+    def guard(self, app: Flask) -> None:  # type: ignore[override]
+        # At the WSGI call, the public place of middleware, where the response is final:
+        # after every after_request hook (Flask runs them last registered first, so one
+        # registered before PTL(app) runs after any hook of PTL's) and the session's cookie.
+        _guard(app)
 
 
 _FLASK = _Flask()
 
 
-class PTL:
-    """The Flask extension; one instance may serve several apps (``init_app``)."""
+class PTL(_core.Extension):
+    """The Flask extension: ``PTL(app)``, or ``PTL().init_app(app)`` in a factory."""
 
-    def __init__(self, app: Flask | None = None) -> None:
-        if app is not None:
-            self.init_app(app)
+    framework = _FLASK
 
-    def init_app(self, app: Flask) -> None:
-        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
-        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
-        ``PTL_CSP`` is true), the header policy (:mod:`ptl_wsgi.headers`: a
-        response header with a control character is a logged 400) and Flask's
-        CSRF policy for forms."""
-        _core.set_up(app, _FLASK)
-        # Forms made in a request get Flask's CSRF policy whatever they are given (None
-        # for an empty form, say), not only flask.request.
-        from ptl_wsgi.contrib.forms_flask import adapter
-        from ptl_wsgi.forms.adapters import register
 
-        register(adapter)
-        # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
-        app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
-        app.before_request_funcs[None].insert(0, _ensure_jinja)
-        app.after_request(_response_policy)
-        _refuse_library_header_errors(app)
-        app.teardown_request(_csp_end)
-        app.context_processor(_csp_context)
+def _guard(app: Flask) -> None:
+    """Wrap ``app.wsgi_app``: its responses held to the header policy
+    (:func:`ptl_wsgi.wsgi.call_checked`), the CSP header added where one has none."""
+    inner = app.wsgi_app
+    if getattr(inner, "_ptl_guard", False):
+        return  # PTL(app) twice
+
+    @functools.wraps(inner)
+    def wsgi_app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            policy = _core.csp_value(app, environ)
+            if policy is not None and not any(name.lower() == _CSP for name, _ in headers):
+                headers = [*headers, (_core.CSP_HEADER, policy)]
+            if exc_info is None:
+                return start_response(status, headers)
+            return start_response(status, headers, exc_info)
+
+        return call_checked(inner, environ, start)
+
+    wsgi_app._ptl_guard = True  # type: ignore[attr-defined]
+    app.wsgi_app = wsgi_app  # type: ignore[method-assign]
+
+
+_CSP = _core.CSP_HEADER.lower()
 
 
 def _app(app: Flask | None = None) -> Flask:
@@ -128,12 +153,6 @@ def _app(app: Flask | None = None) -> Flask:
 def get_loader(app: Flask | None = None) -> _loader.Loader:
     """The loader of *app* (default: the current app), e.g. for ``loader.module(path)``."""
     return _core.get_loader(_app(app))
-
-
-def _ensure_jinja() -> None:
-    # A create_jinja_environment that builds its environment without app.jinja_environment
-    # is caught here, before any view renders.
-    _core.install_jinja(current_app._get_current_object(), create=True)  # type: ignore[attr-defined]
 
 
 # -- rendering: Flask's own functions, and PTL source ----------------------------------------
@@ -198,82 +217,3 @@ def render_text(
     app = _app()
     template = app.jinja_env.get_or_select_template(name)  # type: ignore[arg-type]
     return output_policy.text(flask.render_template(_core.text_version(template), **context))
-
-
-# -- Content-Security-Policy nonce: one scope per request context -----------------------------
-
-_STATE_ATTR = "_ptl_csp_state"
-
-
-def _csp_on() -> bool:
-    return has_request_context() and _core.csp_on(current_app)
-
-
-def _request_nonce() -> str:
-    """The request's nonce; the first call opens its scope, which teardown closes."""
-    nonce: str | None = request.environ.get(CSP_NONCE_KEY)
-    if nonce is None:
-        state = RequestNonce(request.environ)
-        setattr(request, _STATE_ATTR, state)
-        nonce = state.open()
-    return nonce
-
-
-def _csp_begin() -> None:
-    if _csp_on():
-        _request_nonce()
-
-
-def _refusal(exc: HeaderError) -> Response:
-    answer = refusal(exc, request.environ)  # logged, as every refusal
-    return current_app.response_class.force_type(answer, request.environ)  # type: ignore[return-value]
-
-
-def _response_policy(response: Response) -> Response:
-    """The header policy (werkzeug lets U+0085, NUL and the like through), then the CSP."""
-    try:
-        check_headers(response.headers.items())
-    except HeaderError as exc:
-        response = _refusal(exc)
-    if _csp_on():
-        policy = _core.csp_header(current_app, _request_nonce())
-        response.headers.setdefault(_core.CSP_HEADER, policy)
-    return response
-
-
-def _refuse_library_header_errors(app: Flask) -> None:
-    """Make werkzeug's own refusal of a header value (CR/LF) the 400, not Flask's 500.
-
-    Werkzeug raises it in the view, or in Flask's ``make_response`` of what the view
-    returned, outside every error handler; both reach ``handle_exception`` (which
-    re-raises when testing), the one place that sees them, so it is wrapped.
-    """
-    handle = app.handle_exception
-    if getattr(handle, "_ptl_refusals", False):
-        return  # PTL(app) twice
-
-    @functools.wraps(handle)
-    def handle_exception(e: Exception) -> Response:
-        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
-        refused = as_header_error(e)
-        if refused is None:
-            return handle(e)
-        return app.finalize_request(_refusal(refused), from_error_handler=True)
-
-    handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
-    app.handle_exception = handle_exception  # type: ignore[method-assign]
-
-
-def _csp_end(exc: BaseException | None) -> None:
-    # Teardown runs where Flask resets its own context variables: in wsgi_app,
-    # where the scope was opened (Flask 3.1 runs it once more after a
-    # stream_with_context stream, with no scope left to close), or, in Flask
-    # 3.0, at the end of such a stream.
-    state: RequestNonce | None = getattr(request, _STATE_ATTR, None)
-    if state is not None:
-        delattr(request, _STATE_ATTR)
-        state.close()
-
-
-def _csp_context() -> dict[str, str]:
-    return {"csp_nonce": _request_nonce()} if _csp_on() else {}

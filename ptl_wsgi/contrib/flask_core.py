@@ -1,4 +1,5 @@
-"""What ``PTL(app)`` for Flask and for Quart share: ``.ptl`` names in the app's Jinja2 environment.
+"""What ``PTL(app)`` for Flask and for Quart share: ``.ptl`` names in the app's Jinja2
+environment, the request hooks of CSP nonces, and the header policy.
 
 Quart is built on Flask's sans-IO ``App`` and its template functions follow
 Flask's: each takes the app's Jinja2 environment (``app.jinja_env``), adds the
@@ -12,7 +13,8 @@ framework's own loader.  Flask calls ``render``/``generate``, Quart
 ``{% import %}`` work in either mode.
 
 What differs between the frameworks (their request and app proxies, where a
-request keeps its CSP nonce) is a :class:`Framework` the extension module
+request keeps its CSP nonce, the form of the 400, where a response is final,
+whether a hook is called or awaited) is a :class:`Framework` the extension module
 passes in; docs/integrations.md lists the Jinja2 and Flask names this relies
 on, and tests/integrations/test_flask_seam.py pins each of them.
 """
@@ -26,6 +28,7 @@ import types
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
+    Callable,
     Iterable,
     Iterator,
     MutableMapping,
@@ -41,18 +44,22 @@ from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
+from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce, content_security_policy, in_nonce_scope
 from ptl_wsgi.csp import HEADER as CSP_HEADER
-from ptl_wsgi.csp import content_security_policy, in_nonce_scope
+from ptl_wsgi.forms.adapters import register as register_forms_adapter
+from ptl_wsgi.headers import HeaderError, as_header_error
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.tracebacks import entry_point, without_internal_frames
 
 __all__ = [
     "CSP_HEADER",
+    "Extension",
     "Framework",
     "PTLTemplate",
     "TemplateNotFound",
     "TemplatesNotFound",
     "csp_header",
+    "csp_value",
     "from_string",
     "get_loader",
     "set_up",
@@ -92,10 +99,48 @@ class TemplatesNotFound(TemplateNotFound, jinja2.TemplatesNotFound):  # type: ig
 
 
 class Framework:
-    """What differs between the frameworks sharing this core; each extension subclasses it."""
+    """What differs between the frameworks sharing this core; each extension subclasses it.
+
+    The request hooks and the header policy are written once, here, as plain
+    functions: :meth:`hook` hands each to the framework in the form it calls
+    (Flask as it is, Quart awaited in the request's task).
+    """
 
     #: How errors name the framework ("Flask", "Quart").
     name = "Flask"
+
+    def request(self) -> Any:
+        """The current request object (not its proxy), or None outside a request."""
+        raise NotImplementedError
+
+    def store(self, request: Any) -> MutableMapping[str, Any]:
+        """The mapping *request* was made from (WSGI environ, ASGI scope): its nonce's home."""
+        raise NotImplementedError
+
+    def current_app(self) -> App:
+        """The app of the current request or app context."""
+        raise NotImplementedError
+
+    def refusal(self, exc: HeaderError, request: Any) -> Any:
+        """The logged 400 that answers *request* when its response breaks the header policy."""
+        raise NotImplementedError
+
+    def forms_adapter(self) -> Any:
+        """The forms adapter with the framework's request reading and CSRF policy."""
+        raise NotImplementedError
+
+    def guard(self, app: App) -> None:
+        """Hold *app*'s responses to the header policy where every hook has run (the
+        refusal: :meth:`refusal`), and give each the CSP header of :func:`csp_value`."""
+        raise NotImplementedError
+
+    def hook(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """*function* as the framework calls a request hook."""
+        return function
+
+    def returned(self, value: Any) -> Any:
+        """*value* as the framework's ``handle_exception`` returns it."""
+        return value
 
     def request_nonce(self) -> str | None:
         """The current request's CSP nonce, if a request with one is active.
@@ -103,11 +148,14 @@ class Framework:
         Read where a stream starts, which may be after the request's teardown
         closed the nonce's scope: so from the request object, not the context.
         """
-        raise NotImplementedError
+        request = self.request()
+        nonce = None if request is None else self.store(request).get(CSP_NONCE_KEY)
+        return nonce if isinstance(nonce, str) else None
 
     def blueprint(self) -> str | None:
         """The current request's blueprint, for the ``EXPLAIN_TEMPLATE_LOADING`` log."""
-        raise NotImplementedError
+        request = self.request()
+        return None if request is None else request.blueprint
 
 
 def is_ptl_name(name: Any) -> bool:
@@ -145,9 +193,29 @@ class AppState:
         return self._loader
 
 
+class Extension:
+    """``PTL(app)`` or, in a factory, ``PTL().init_app(app)``; one instance may serve
+    several apps.  Each framework's extension names its :class:`Framework`."""
+
+    framework: Framework
+
+    def __init__(self, app: App | None = None) -> None:
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: App) -> None:
+        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
+        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
+        ``PTL_CSP`` is true), the header policy (:mod:`ptl_wsgi.headers`: a response
+        header with a control character is a logged 400, whichever view or hook set
+        it) and the framework's CSRF policy for forms."""
+        set_up(app, self.framework)
+
+
 def set_up(app: App, framework: Framework) -> AppState:
-    """``PTL(app)``'s common part: ``PTL_*`` config defaults, ``app.extensions["ptl"]`` and
-    ``.ptl`` names in ``app.jinja_env`` (now if it exists, else when the app makes it)."""
+    """``PTL(app)``: ``PTL_*`` config defaults, ``app.extensions["ptl"]``, ``.ptl`` names in
+    ``app.jinja_env`` (now if it exists, else when the app makes it), the request hooks,
+    the header policy and the framework's CSRF policy for forms."""
     app.config.setdefault("PTL_AUTO_RELOAD", None)
     app.config.setdefault("PTL_SEARCH_PATH", [])
     app.config.setdefault("PTL_CSP", False)
@@ -155,6 +223,18 @@ def set_up(app: App, framework: Framework) -> AppState:
     app.config.setdefault("PTL_CSP_HASHES", ())
     state = app.extensions[EXTENSION] = AppState(app, framework)
     install_jinja(app)
+    # Forms made in a request get the framework's CSRF policy whatever they are given
+    # (None for an empty form, say), not only its request.
+    register_forms_adapter(framework.forms_adapter())
+    # First of the app's hooks, so that one answering early (a login redirect) has a nonce.
+    hook = framework.hook
+    app.before_request_funcs.setdefault(None, []).insert(
+        0, hook(functools.partial(_begin_request, framework))
+    )
+    app.teardown_request(hook(functools.partial(_end_request, framework)))
+    app.context_processor(hook(functools.partial(_template_context, framework)))
+    refuse_library_header_errors(app, framework)
+    framework.guard(app)
     return state
 
 
@@ -627,3 +707,93 @@ def csp_header(app: App, nonce: str) -> str:
     ``PTL_CSP_HASHES``."""
     config = app.config
     return content_security_policy(nonce, config["PTL_CSP_DIRECTIVES"], config["PTL_CSP_HASHES"])
+
+
+def csp_value(app: App, store: MutableMapping[str, Any]) -> str | None:
+    """The ``Content-Security-Policy`` of a response to the request made from *store* (its
+    environ or scope), naming its nonce (a fresh one if it has none); None without
+    ``PTL_CSP``.  Set by the guard on every response that has no such header of its own."""
+    if not csp_on(app):
+        return None
+    nonce = store.get(CSP_NONCE_KEY)
+    if not isinstance(nonce, str):
+        nonce = RequestNonce(store).nonce  # no page of this request has named one
+    return csp_header(app, nonce)
+
+
+# -- the request hooks: written once, handed to the framework by Framework.hook ----------------
+
+_STATE_ATTR = "_ptl_csp_state"
+
+
+def _open_nonce(framework: Framework, request: Any) -> str:
+    """The request's nonce; the first call opens its scope, which teardown closes."""
+    store = framework.store(request)
+    nonce = store.get(CSP_NONCE_KEY)
+    if not isinstance(nonce, str):
+        state = RequestNonce(store)
+        setattr(request, _STATE_ATTR, state)
+        nonce = state.open()
+    return nonce
+
+
+def _begin_request(framework: Framework) -> None:
+    app = framework.current_app()
+    # A create_jinja_environment that builds its environment without app.jinja_environment
+    # is caught here, before any view renders.
+    install_jinja(app, create=True)
+    if csp_on(app):
+        _open_nonce(framework, framework.request())
+
+
+def _end_request(framework: Framework, exc: BaseException | None) -> None:
+    # Teardown runs where the framework resets its own context variables, where the scope
+    # was opened; both run it again at the end of a stream_with_context stream (Flask 3.0;
+    # 3.1 with no scope left), when the state is gone: nothing is closed twice.
+    request = framework.request()
+    state: RequestNonce | None = getattr(request, _STATE_ATTR, None)
+    if state is not None:
+        delattr(request, _STATE_ATTR)
+        state.close()
+
+
+def _template_context(framework: Framework) -> dict[str, str]:
+    request = framework.request()
+    if request is None or not csp_on(framework.current_app()):
+        return {}
+    return {"csp_nonce": _open_nonce(framework, request)}
+
+
+def refuse_library_header_errors(
+    app: App,
+    framework: Framework,
+    method: str = "handle_exception",
+    connection: Callable[[], Any] | None = None,
+) -> None:
+    """Make werkzeug's own refusal of a header value (CR/LF) the 400, not the framework's 500.
+
+    Werkzeug raises it in the view, in the framework's ``make_response`` of what the view
+    returned, or in an ``after_request`` hook, outside every error handler; each reaches
+    ``handle_exception`` (*method*: Quart's ``handle_websocket_exception`` for a WebSocket's
+    denial response, answered to *connection*, by default the request), which re-raises
+    when testing: the one place that sees them, so it is wrapped.  The refusal is answered
+    as it is: the hooks that broke the response would break it again (the guard still
+    gives it the CSP header).
+    """
+    current = framework.request if connection is None else connection
+    # Any: the sans-IO App has none of these methods; Quart 0.23's take its context first.
+    wrapped: Any = app
+    handle = getattr(wrapped, method)
+    if getattr(handle, "_ptl_refusals", False):
+        return  # PTL(app) twice
+
+    @functools.wraps(handle)
+    def handle_exception(*args: Any) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+        refused = as_header_error(args[-1])  # the error is the last argument
+        if refused is None:
+            return handle(*args)  # Quart's: a coroutine, which Quart awaits
+        return framework.returned(framework.refusal(refused, current()))
+
+    handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
+    setattr(wrapped, method, handle_exception)

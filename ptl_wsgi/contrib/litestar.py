@@ -4,14 +4,15 @@
 
     from litestar import Litestar, get
     from litestar.template import TemplateConfig
-    from ptl_wsgi.contrib.litestar import PTLTemplateEngine, Template
+    from ptl_wsgi.contrib.litestar import PTLPlugin, PTLTemplateEngine, Template
 
     @get("/")
     async def index() -> Template:
         return Template(template_name="index.ptl", context={"name": "world"})
 
     app = Litestar([index], template_config=TemplateConfig(directory="templates",
-                                                           engine=PTLTemplateEngine))
+                                                           engine=PTLTemplateEngine),
+                   plugins=[PTLPlugin()])   # the header policy (and CSP nonces: csp=True)
 
 Names are the :class:`~ptl_wsgi.loader.Loader`'s (``"blog/post.ptl"``,
 ``"blog/post.ptl:sidebar"``).  A render returns markup: output that is not
@@ -36,12 +37,14 @@ import logging
 import mimetypes
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
+from litestar.config.app import AppConfig
 from litestar.enums import MediaType
 from litestar.exceptions import TemplateNotFoundException
 from litestar.exceptions.responses import create_exception_response
+from litestar.middleware import DefineMiddleware
 from litestar.response.template import Template as _LitestarTemplate
 from litestar.template.base import (
     TemplateEngineProtocol,
@@ -52,14 +55,24 @@ from litestar.template.base import (
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
-from ptl_wsgi.asgi import request_line, scope_nonce
-from ptl_wsgi.headers import as_header_error
+from ptl_wsgi.asgi import CSP, Middleware, request_line, scope_nonce
+from ptl_wsgi.csp import Directives, check_directives, check_hashes
+from ptl_wsgi.headers import HeaderError, as_header_error
 from ptl_wsgi.html import htmltext
 from ptl_wsgi.tracebacks import entry_point
 from ptl_wsgi.wsgi import debug_default
 
+if TYPE_CHECKING:
+    from litestar.plugins import InitPlugin
+else:
+    try:  # Litestar 2.15 and later; the protocol it replaced before
+        from litestar.plugins import InitPlugin
+    except ImportError:  # pragma: no cover (Litestar 2.12 to 2.14)
+        from litestar.plugins import InitPluginProtocol as InitPlugin
+
 __all__ = [
     "EXCEPTION_HANDLERS",
+    "PTLPlugin",
     "PTLTemplate",
     "PTLTemplateEngine",
     "Template",
@@ -191,8 +204,8 @@ def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[A
 
     Litestar encodes header values as Latin-1 inside its exception handling,
     so a client's value beyond Latin-1 copied into a header would be its 500;
-    any other error gets Litestar's own answer.  Installed by
-    ``Litestar(..., exception_handlers=EXCEPTION_HANDLERS)``.
+    any other error gets Litestar's own answer.  Installed by :class:`PTLPlugin`,
+    or by ``Litestar(..., exception_handlers=EXCEPTION_HANDLERS)``.
     """
     refused = as_header_error(exc)
     if refused is None:
@@ -201,6 +214,10 @@ def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[A
 
             return create_debug_response(request, exc)
         return create_exception_response(request, exc)
+    return _refusal(request, refused)
+
+
+def _refusal(request: Request[Any, Any, Any], refused: HeaderError) -> Response[Any]:
     log.warning("refused %s: %s", request_line(request.scope), refused)
     return Response(
         f"Bad Request: the response would carry an invalid header: {refused}\n",
@@ -210,8 +227,64 @@ def refuse_header(request: Request[Any, Any, Any], exc: Exception) -> Response[A
 
 
 #: ``Litestar(exception_handlers=EXCEPTION_HANDLERS)``: :func:`refuse_header` for the error
-#: Litestar raises for a header value beyond Latin-1.
+#: Litestar raises for a header value beyond Latin-1 (:class:`PTLPlugin` installs it too).
 EXCEPTION_HANDLERS: dict[type[Exception], Any] = {UnicodeEncodeError: refuse_header}
+
+ExceptionHandler = Callable[[Request[Any, Any, Any], Exception], Response[Any]]
+
+
+def _refusing_first(own: ExceptionHandler) -> ExceptionHandler:
+    """The app's own handler for encoding errors, after the refusal of a header's."""
+
+    @functools.wraps(own)
+    def handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+        refused = as_header_error(exc)
+        return own(request, exc) if refused is None else _refusal(request, refused)
+
+    handler._ptl_refusals = True  # type: ignore[attr-defined]
+    return handler
+
+
+class PTLPlugin(InitPlugin):
+    """Every response of a Litestar app held to the header policy, in one switch::
+
+        app = Litestar(..., plugins=[PTLPlugin()])         # PTLPlugin(csp=True) for nonces
+
+    A status or header the policy refuses, whoever set it (a view, a hook, a
+    middleware of the app's), is the logged 400: the plugin puts
+    :class:`ptl_wsgi.asgi.Middleware` (with *csp*, :class:`ptl_wsgi.asgi.CSP`
+    with *directives* and *hashes*) outside the app's own middleware, and
+    :func:`refuse_header` in its exception handlers for the error Litestar
+    raises itself for a value beyond Latin-1, where no middleware can see it.
+    An exception handler of the app's for that error keeps every other one.
+    """
+
+    def __init__(
+        self,
+        *,
+        csp: bool = False,
+        directives: Directives | None = None,
+        hashes: Sequence[str] = (),
+    ) -> None:
+        self.csp = csp
+        self.directives = check_directives(directives)  # a bad one is an error now
+        self.hashes = tuple(check_hashes(hashes))
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        """Add the policy's middleware and exception handler to *app_config*."""
+        handlers = app_config.exception_handlers
+        own = handlers.get(UnicodeEncodeError)
+        if own is None:
+            handlers[UnicodeEncodeError] = refuse_header
+        elif own is not refuse_header and not getattr(own, "_ptl_refusals", False):
+            handlers[UnicodeEncodeError] = _refusing_first(own)
+        # Any: ptl_wsgi.asgi's apps are typed by ASGI's own message dicts, not Litestar's.
+        policy: Any = Middleware
+        if self.csp:
+            csp: Any = CSP
+            policy = DefineMiddleware(csp, directives=self.directives, hashes=self.hashes)
+        app_config.middleware.insert(0, policy)  # the first is the outermost
+        return app_config
 
 
 class Template(_LitestarTemplate):

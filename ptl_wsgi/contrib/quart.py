@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from typing import Any
 
 import jinja2
@@ -41,9 +41,8 @@ from ptl_wsgi import output_policy
 from ptl_wsgi.asgi import request_line
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
 from ptl_wsgi.forms.inputs import FormData
-from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
+from ptl_wsgi.headers import HeaderError, check_headers
 
 __all__ = [
     "PTL",
@@ -63,47 +62,86 @@ __all__ = [
 class _Quart(_core.Framework):
     name = "Quart"
 
-    def request_nonce(self) -> str | None:
-        if not has_request_context():
-            return None
-        nonce = request.scope.get(CSP_NONCE_KEY)
-        return nonce if isinstance(nonce, str) else None
+    def request(self) -> Any:
+        return request._get_current_object() if has_request_context() else None  # type: ignore[attr-defined]
 
-    def blueprint(self) -> str | None:
-        return request.blueprint if has_request_context() else None
+    def store(self, request: Any) -> MutableMapping[str, Any]:
+        return request.scope  # type: ignore[no-any-return]
+
+    def current_app(self) -> Quart:
+        return current_app._get_current_object()  # type: ignore[attr-defined,no-any-return]
+
+    def refusal(self, exc: HeaderError, request: Any) -> Response:
+        logging.getLogger(__name__).warning("refused %s: %s", request_line(request.scope), exc)
+        body = f"Bad Request: the response would carry an invalid header: {exc}\n"
+        return Response(body, status=400, mimetype="text/plain")
+
+    def forms_adapter(self) -> Any:
+        from ptl_wsgi.contrib.forms_quart import adapter
+
+        return adapter
+
+    def guard(self, app: Quart) -> None:  # type: ignore[override]
+        _guard(app, self)
+
+    def hook(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        # Async: Quart runs a sync hook in a worker thread, whose context variables (the
+        # nonce's scope) would not reach the view.
+        async def hook(*args: Any) -> Any:
+            return function(*args)
+
+        return hook
+
+    async def returned(self, value: Any) -> Any:
+        return value
 
 
 _QUART = _Quart()
 
 
-class PTL:
-    """The Quart extension; one instance may serve several apps (``init_app``)."""
+class PTL(_core.Extension):
+    """The Quart extension: ``PTL(app)``, or ``PTL().init_app(app)`` in a factory."""
 
-    def __init__(self, app: Quart | None = None) -> None:
-        if app is not None:
-            self.init_app(app)
+    framework = _QUART
 
-    def init_app(self, app: Quart) -> None:
-        """Register PTL on *app*: ``PTL_*`` config defaults, ``app.extensions["ptl"]``,
-        ``.ptl`` names in ``app.jinja_env``, the CSP request hooks (idle unless
-        ``PTL_CSP`` is true), the header policy (:mod:`ptl_wsgi.headers`: a
-        response header with a control character is a logged 400) and Quart's
-        CSRF policy for forms."""
-        _core.set_up(app, _QUART)
-        # Forms made in a request get Quart's CSRF policy whatever they are given.
-        from ptl_wsgi.contrib.forms_quart import adapter
-        from ptl_wsgi.forms.adapters import register
 
-        register(adapter)
-        # Async hooks: Quart runs a sync one in a worker thread, whose context variables
-        # (the nonce's scope) would not reach the view.  First of the app's hooks, so that
-        # one answering early (a login redirect) has a nonce.
-        app.before_request_funcs.setdefault(None, []).insert(0, _csp_begin)
-        app.before_request_funcs[None].insert(0, _ensure_jinja)
-        app.after_request(_response_policy)
-        _refuse_library_header_errors(app)
-        app.teardown_request(_csp_end)
-        app.context_processor(_csp_context)
+def _guard(app: Quart, framework: _Quart) -> None:
+    """Wrap ``app.handle_request``, which gives Quart's ASGI side each request's final
+    response (after every ``after_request`` hook, an error handler's too), and
+    ``app.handle_websocket``, which gives it a WebSocket's denial response: their headers
+    held to the policy, and the request's CSP header added where it has none.  Checked as
+    ``str``, before Quart encodes them (as UTF-8, which no server-side check could read back)."""
+    _core.refuse_library_header_errors(
+        app, framework, "handle_websocket_exception", _current_websocket
+    )
+    for method, csp in (("handle_request", True), ("handle_websocket", False)):
+        handle = getattr(app, method)
+        if not getattr(handle, "_ptl_guard", False):  # else PTL(app) twice
+            setattr(app, method, _held(app, framework, handle, csp))
+
+
+def _held(app: Quart, framework: _Quart, handle: Any, csp: bool) -> Any:
+    @functools.wraps(handle)
+    async def held(connection: Any) -> Any:
+        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
+        response = await handle(connection)
+        if response is None:
+            return None  # a WebSocket accepted
+        try:
+            check_headers(response.headers.items())
+        except HeaderError as exc:
+            response = framework.refusal(exc, connection)
+        policy = _core.csp_value(app, connection.scope) if csp else None
+        if policy is not None:
+            response.headers.setdefault(_core.CSP_HEADER, policy)
+        return response
+
+    held._ptl_guard = True  # type: ignore[attr-defined]
+    return held
+
+
+def _current_websocket() -> Any:
+    return quart.websocket._get_current_object()  # type: ignore[attr-defined]
 
 
 def _app(app: Quart | None = None) -> Quart:
@@ -117,12 +155,6 @@ def _app(app: Quart | None = None) -> Quart:
 def get_loader(app: Quart | None = None) -> _loader.Loader:
     """The loader of *app* (default: the current app), e.g. for ``loader.module(path)``."""
     return _core.get_loader(_app(app))
-
-
-async def _ensure_jinja() -> None:
-    # A create_jinja_environment that builds its environment without app.jinja_environment
-    # is caught here, before any view renders.
-    _core.install_jinja(current_app._get_current_object(), create=True)  # type: ignore[attr-defined]
 
 
 # -- rendering: Quart's own functions, and PTL source ----------------------------------------
@@ -188,86 +220,3 @@ async def form_data(method: str = "post") -> FormData:
     if method.lower() == "get":
         return FormData(real.method, real.args, None, real)
     return FormData(real.method, await real.form, await real.files, real)
-
-
-# -- Content-Security-Policy nonce: one scope per request -------------------------------------
-
-_STATE_ATTR = "_ptl_csp_state"
-
-
-def _csp_on() -> bool:
-    return has_request_context() and _core.csp_on(current_app)
-
-
-def _request_nonce() -> str:
-    """The request's nonce; the first call opens its scope, which teardown closes."""
-    nonce = request.scope.get(CSP_NONCE_KEY)
-    if not isinstance(nonce, str):
-        state = RequestNonce(request.scope)  # type: ignore[arg-type]
-        setattr(request, _STATE_ATTR, state)
-        nonce = state.open()
-    return nonce
-
-
-async def _csp_begin() -> None:
-    if _csp_on():
-        _request_nonce()
-
-
-def _refusal(exc: HeaderError) -> Response:
-    logging.getLogger(__name__).warning("refused %s: %s", request_line(request.scope), exc)
-    body = f"Bad Request: the response would carry an invalid header: {exc}\n"
-    return Response(body, status=400, mimetype="text/plain")
-
-
-async def _response_policy(response: Response) -> Response:
-    """The header policy (werkzeug lets U+0085, NUL and the like through), then the CSP."""
-    try:
-        check_headers(response.headers.items())
-    except HeaderError as exc:
-        response = _refusal(exc)
-    if _csp_on():
-        policy = _core.csp_header(current_app, _request_nonce())
-        response.headers.setdefault(_core.CSP_HEADER, policy)
-    return response
-
-
-def _refuse_library_header_errors(app: Quart) -> None:
-    """Make werkzeug's own refusal of a header value (CR/LF) the 400, not Quart's 500.
-
-    Werkzeug raises it in the view, or in Quart's ``make_response`` of what the view
-    returned, outside every error handler; both reach ``handle_exception`` (which
-    re-raises when testing), the one place that sees them, so it is wrapped.
-    """
-    # Typed as Any: the two signatures differ between Quart releases (see below).
-    wrapped: Any = app
-    handle = wrapped.handle_exception
-    if getattr(handle, "_ptl_refusals", False):
-        return  # PTL(app) twice
-
-    @functools.wraps(handle)
-    async def handle_exception(*args: Any) -> Any:
-        # Quart 0.23 passes the request's context first (handle_exception(ctx, error),
-        # finalize_request(ctx, result, ...)); earlier Quarts pass the error alone.
-        __traceback_hide__ = __tracebackhide__ = True  # a bug's traceback is the app's
-        *context, error = args
-        refused = as_header_error(error)
-        if refused is None:
-            return await handle(*args)
-        return await wrapped.finalize_request(*context, _refusal(refused), from_error_handler=True)
-
-    handle_exception._ptl_refusals = True  # type: ignore[attr-defined]
-    wrapped.handle_exception = handle_exception
-
-
-async def _csp_end(exc: BaseException | None) -> None:
-    # Quart runs teardown again when a stream_with_context stream ends (a copy of the
-    # request context is popped): the state is gone by then, nothing is closed twice.
-    state: RequestNonce | None = getattr(request, _STATE_ATTR, None)
-    if state is not None:
-        delattr(request, _STATE_ATTR)
-        state.close()
-
-
-async def _csp_context() -> dict[str, str]:
-    return {"csp_nonce": _request_nonce()} if _csp_on() else {}

@@ -863,3 +863,55 @@ def test_good_headers_and_other_errors_of_a_flask_view_keep_their_answers():
     assert client.get("/bug").status_code == 500  # our own ValueError, not werkzeug's check
     with pytest.raises(ValueError):
         header_app(TESTING=True).test_client().get("/bug")
+
+
+def hooked_app(**config: Any) -> Flask:
+    """An app with an after_request hook registered before ``PTL(app)`` and one after
+    (Flask runs them in reverse: the first one last), each copying a query value into a
+    header; a view that returns a response Flask must finalize."""
+    app = make_app(**config)
+
+    @app.after_request
+    def before_ptl(response: flask.Response) -> flask.Response:
+        if "before" in flask.request.args:
+            response.headers["X-Before"] = flask.request.args["before"]
+        return response
+
+    PTL(app)
+
+    @app.after_request
+    def after_ptl(response: flask.Response) -> flask.Response:
+        if "after" in flask.request.args:
+            response.headers["X-After"] = flask.request.args["after"]
+        return response
+
+    @app.get("/")
+    def page() -> Any:
+        return "secret"
+
+    return app
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("hook", ["before", "after"])
+@pytest.mark.parametrize("char", [*HOSTILE, "\u0160"])
+def test_a_hostile_header_from_any_after_request_hook_is_a_400(char, hook, testing, caplog):
+    # The policy's check runs where every hook has run, whenever the hook was registered.
+    app = hooked_app(TESTING=testing, PTL_CSP=True)
+    with caplog.at_level(logging.WARNING):
+        response = app.test_client().get("/", query_string={hook: f"/a{char}Set-Cookie: s=1"})
+    assert response.status_code == 400
+    assert "X-Before" not in response.headers and "X-After" not in response.headers
+    assert "Set-Cookie" not in response.headers
+    assert b"secret" not in response.data
+    assert "nonce-" in response.headers["Content-Security-Policy"]
+    assert "refused GET /" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_good_headers_from_after_request_hooks_are_sent() -> None:
+    app = hooked_app(PTL_CSP=True)
+    response = app.test_client().get("/", query_string={"before": "/b\tok", "after": "/a"})
+    assert response.status_code == 200 and response.data == b"secret"
+    assert (response.headers["X-Before"], response.headers["X-After"]) == ("/b\tok", "/a")
+    assert len(response.headers.getlist("Content-Security-Policy")) == 1

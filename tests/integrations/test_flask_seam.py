@@ -260,18 +260,162 @@ def test_a_list_of_names_goes_through_the_environments_select_template(framework
     assert seen == [["a.html", "b.html"]]
 
 
+# -- where PTL(app) holds responses to the header policy --------------------------------------
+
+
+def hooked_app(framework: str) -> Any:
+    """An app whose two after_request hooks and session each put a header on the response,
+    and whose ``after`` query value is set by the hook registered first."""
+    module = flask if framework == "flask" else quart
+    app = module.Flask(__name__) if framework == "flask" else quart.Quart(__name__)
+    app.secret_key = "seam"
+    order: list[str] = []
+    app.config["ORDER"] = order
+
+    @app.after_request
+    def registered_first(response: Any) -> Any:
+        order.append("registered first")
+        response.headers["X-First"] = module.request.args.get("after", "1")
+        return response
+
+    @app.after_request
+    def registered_last(response: Any) -> Any:
+        order.append("registered last")
+        response.headers["X-Last"] = "1"
+        return response
+
+    @app.get("/")
+    def view() -> str:
+        module.session["seen"] = True
+        return "body"
+
+    return app
+
+
+def test_flask_sends_the_wsgi_app_attributes_answer_after_every_hook_and_the_session() -> None:
+    # PTL(app) wraps app.wsgi_app (Flask's documented place for middleware): what it sees at
+    # start_response is final, every after_request hook (the first registered last) and
+    # the session's cookie included.
+    app = hooked_app("flask")
+    inner = app.wsgi_app
+    seen: list[list[tuple[str, str]]] = []
+
+    def wsgi_app(environ: Any, start_response: Any) -> Any:
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            seen.append(list(headers))
+            return start_response(status, [*headers, ("X-Outer", "o")])
+
+        return inner(environ, start)
+
+    app.wsgi_app = wsgi_app  # type: ignore[method-assign]
+    response = app.test_client().get("/")
+    assert app.config["ORDER"] == ["registered last", "registered first"]
+    assert {"X-First", "X-Last", "Set-Cookie"} <= {name for name, _ in seen[0]}
+    assert (response.status_code, response.headers["X-Outer"]) == (200, "o")
+
+
+def test_quart_sends_what_the_handle_request_attribute_returns_after_every_hook() -> None:
+    # PTL(app) wraps app.handle_request, which Quart's ASGI side awaits for each request's
+    # response and sends: every after_request hook and the session have run, and the
+    # headers are still str (Quart encodes them when it sends them).
+    app = hooked_app("quart")
+    handle = app.handle_request
+    seen: list[dict[str, str]] = []
+
+    async def handle_request(request: Any) -> Any:
+        response = await handle(request)
+        seen.append(dict(response.headers))
+        response.headers["X-Outer"] = "o"
+        return response
+
+    app.handle_request = handle_request  # type: ignore[method-assign]
+    response = asyncio.run(app.test_client().get("/"))
+    assert app.config["ORDER"] == ["registered last", "registered first"]
+    assert {"X-First", "X-Last", "Set-Cookie"} <= set(seen[0])
+    assert (response.status_code, response.headers["X-Outer"]) == (200, "o")
+
+
 @pytest.mark.parametrize("framework", ["flask", "quart"])
-def test_handle_exception_takes_the_error_last_and_finalize_request_the_result(
+def test_werkzeugs_refusal_in_a_hook_reaches_handle_exception_as_its_last_argument(
     framework: str,
 ) -> None:
-    # PTL(app) wraps handle_exception to answer werkzeug's refusal of a header value with
-    # the 400: the error is its last argument, and finalize_request takes the response
-    # after the same leading arguments (Quart 0.23 passes the request's context first).
-    import inspect
+    # PTL(app) wraps handle_exception to answer werkzeug's refusal of a header value (raised
+    # in a view, in make_response or in an after_request hook) with the 400: the error is its
+    # last argument (Quart 0.23 passes the request's context first), its result is the
+    # response sent (through handle_request in Quart).
+    app = hooked_app(framework)
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    errors: list[BaseException] = []
 
-    app_class = flask.Flask if framework == "flask" else quart.Quart
-    handle = list(inspect.signature(app_class.handle_exception).parameters)
-    finalize = list(inspect.signature(app_class.finalize_request).parameters)
-    leading = handle[1:-1]
-    assert finalize[1 : 1 + len(leading)] == leading
-    assert "from_error_handler" in finalize
+    def handle_exception(*args: Any) -> Any:
+        errors.append(args[-1])
+        if framework == "flask":
+            return flask.Response("answered", status=418)
+
+        async def answer() -> Any:
+            return quart.Response("answered", status=418)
+
+        return answer()
+
+    app.handle_exception = handle_exception  # type: ignore[method-assign]
+    client = app.test_client()
+    if framework == "flask":
+        response = client.get("/", query_string={"after": "a\r\nb"})
+        status, body = response.status_code, response.get_data(as_text=True)
+    else:
+
+        async def get() -> tuple[int, str]:
+            response = await client.get("/", query_string={"after": "a\r\nb"})
+            return response.status_code, await response.get_data(as_text=True)
+
+        status, body = asyncio.run(get())
+    (error,) = errors
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    assert type(error) is ValueError and tb is not None
+    assert tb.tb_frame.f_globals["__name__"] == "werkzeug.datastructures.headers"
+    assert (status, body) == (418, "answered")
+
+
+def test_quart_sends_what_handle_websocket_returns_as_the_denial_response() -> None:
+    # PTL(app) wraps app.handle_websocket too (a WebSocket view's response is sent as an HTTP
+    # denial), and handle_websocket_exception, which gets werkzeug's refusal last.
+    from quart.testing import WebsocketResponseError
+
+    app = quart.Quart(__name__)
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    errors: list[BaseException] = []
+
+    @app.websocket("/ws")
+    async def socket() -> Any:
+        return "denied", 403, {"X-Next": quart.websocket.args["next"]}
+
+    handle = app.handle_websocket
+
+    async def handle_websocket(websocket: Any) -> Any:
+        response = await handle(websocket)
+        response.headers["X-Outer"] = "o"
+        return response
+
+    def handle_websocket_exception(*args: Any) -> Any:
+        errors.append(args[-1])
+
+        async def answer() -> Any:
+            return quart.Response("answered", status=418)
+
+        return answer()
+
+    app.handle_websocket = handle_websocket  # type: ignore[method-assign]
+    app.handle_websocket_exception = handle_websocket_exception  # type: ignore[method-assign]
+
+    async def connect(query: str) -> Any:
+        with pytest.raises(WebsocketResponseError) as info:
+            async with app.test_client().websocket("/ws?" + query) as ws:
+                await ws.receive()
+        return info.value.response
+
+    denied = asyncio.run(connect("next=/a"))
+    assert (denied.status_code, denied.headers["X-Outer"]) == (403, "o")
+    answered = asyncio.run(connect("next=%2Fa%0D%0Ab"))
+    assert answered.status_code == 418 and type(errors[0]) is ValueError

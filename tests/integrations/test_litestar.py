@@ -18,6 +18,7 @@ from litestar.testing import TestClient
 from ptl_wsgi.asgi import CSP, Middleware
 from ptl_wsgi.contrib.litestar import (
     EXCEPTION_HANDLERS,
+    PTLPlugin,
     PTLTemplateEngine,
     Template,
     TemplateNotFound,
@@ -251,6 +252,111 @@ def test_a_cookie_value_beyond_latin1_is_a_400_with_the_handlers(folder, caplog,
         assert "secret" not in response.text
         assert client.get("/cookie", params={"value": "/ok"}).status_code == 200
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# -- PTLPlugin: the header policy with one switch, no exception handlers given ------------------
+
+
+def test_litestar_answers_a_header_beyond_latin1_with_its_500_inside_every_middleware(folder):
+    # Why PTLPlugin adds an exception handler: Litestar encodes a response's headers where its
+    # own exception middleware, between the route and every middleware of the app's, answers
+    # the error with a finished 500 that no middleware can tell from any other.
+    app = make_app(folder, middleware=[Middleware], logging_config=None)
+    with TestClient(app) as client:
+        assert client.get("/echo", params={"next": "/a\u2028b"}).status_code == 500
+
+
+@get("/cookie", sync_to_thread=False)
+def cookie(value: FromQuery[str]) -> Response[str]:
+    response = Response("secret")
+    response.set_cookie("next", value)
+    return response
+
+
+@get("/body", sync_to_thread=False)
+def unencodable_body() -> Response[str]:
+    return Response("\udc80")  # a body Litestar cannot encode: not a header's error
+
+
+@get("/ascii", sync_to_thread=False)
+def ascii_only() -> str:
+    return "caf\u00e9".encode("ascii").decode()  # the app's own UnicodeEncodeError
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("char", ["\u2028", "\u20ac", "\u0160", "\r\n", "\x85", "\x00"])
+def test_the_plugin_makes_any_hostile_header_value_a_400(folder, caplog, debug, char):
+    app = make_app(folder, plugins=[PTLPlugin()], logging_config=None, debug=debug)
+    app.register(cookie)
+    beyond_latin1 = ord(char[-1]) > 0xFF
+    with caplog.at_level(logging.WARNING), TestClient(app) as client:
+        response = client.get("/echo", params={"next": f"/a{char}b"})
+        assert response.status_code == 400
+        assert "x-next" not in response.headers
+        response = client.get("/cookie", params={"value": f"/a{char}b"})
+        if beyond_latin1:  # what Litestar cannot encode
+            assert response.status_code == 400
+            assert "set-cookie" not in response.headers and "secret" not in response.text
+        else:  # the standard library's cookie quotes a control character as an escape
+            assert response.status_code == 200
+            assert char not in response.headers["set-cookie"]
+    assert caplog.text.count("refused GET /") == (2 if beyond_latin1 else 1)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_the_plugin_leaves_good_responses_and_other_errors_alone(folder):
+    app = make_app(folder, plugins=[PTLPlugin()], logging_config=None)
+    app.register(unencodable_body)
+    with TestClient(app) as client:
+        assert client.get("/echo", params={"next": "/ok\tok"}).headers["x-next"] == "/ok\tok"
+        assert client.get("/", params={"name": SCRIPT}).text.startswith(f"<h1>Hello, {ESCAPED}")
+        assert client.get("/body").status_code == 500  # Litestar's own answer
+
+
+def test_the_plugin_keeps_the_apps_own_handler_for_other_encoding_errors(folder):
+    def teapot(request, exc):
+        return Response("own handler", status_code=418)
+
+    app = make_app(
+        folder,
+        plugins=[PTLPlugin()],
+        exception_handlers={UnicodeEncodeError: teapot},
+        logging_config=None,
+    )
+    app.register(ascii_only)
+    with TestClient(app) as client:
+        assert client.get("/ascii").status_code == 418
+        assert client.get("/echo", params={"next": "/a\u2028b"}).status_code == 400
+
+
+def test_the_plugin_with_csp_gives_each_request_a_nonce(folder):
+    app = make_app(folder, plugins=[PTLPlugin(csp=True, directives={"img-src": "'self'"})])
+    with TestClient(app) as client:
+        page = client.get("/", params={"name": "x"})
+        refused = client.get("/echo", params={"next": "/a\u2028b"})
+    policy = page.headers["content-security-policy"]
+    nonce = NONCE.search(policy).group(1)  # type: ignore[union-attr]
+    assert f'<script nonce="{nonce}"></script>' in page.text and "img-src 'self'" in policy
+    assert refused.status_code == 400 and "nonce-" in refused.headers["content-security-policy"]
+
+
+def test_the_plugins_middleware_is_outside_the_apps_own(folder, caplog):
+    # A middleware of the app's that sets a header is held to the policy too.
+    def adds_a_header(app):
+        async def middleware(scope, receive, send):
+            async def sending(message):
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message["headers"], (b"x-mw", b"a\x85b")]
+                await send(message)
+
+            await app(scope, receive, sending)
+
+        return middleware
+
+    app = make_app(folder, plugins=[PTLPlugin()], middleware=[adds_a_header], logging_config=None)
+    with caplog.at_level(logging.WARNING), TestClient(app) as client:
+        response = client.get("/echo", params={"next": "/ok"})
+    assert response.status_code == 400 and "x-mw" not in response.headers
 
 
 def test_auto_reload_follows_the_apps_debug(folder):

@@ -757,3 +757,84 @@ def test_a_hostile_header_from_a_quart_view_is_a_400(char, path, testing, caplog
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     status, headers, _ = run(get(app, f"{path}?next=/fine"))
     assert (status, headers["X-Next"]) == (200, "/fine")
+
+
+def hooked_app(**config: Any) -> Quart:
+    """An app with an after_request hook registered before ``PTL(app)`` and one after
+    (Quart runs them in reverse: the first one last), each copying a query value into a
+    header."""
+    app = make_app(**config)
+
+    @app.after_request
+    async def before_ptl(response: quart.Response) -> quart.Response:
+        if "before" in quart.request.args:
+            response.headers["X-Before"] = quart.request.args["before"]
+        return response
+
+    PTL(app)
+
+    @app.after_request
+    async def after_ptl(response: quart.Response) -> quart.Response:
+        if "after" in quart.request.args:
+            response.headers["X-After"] = quart.request.args["after"]
+        return response
+
+    @app.get("/")
+    async def page() -> Any:
+        return "secret"
+
+    return app
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("hook", ["before", "after"])
+@pytest.mark.parametrize("char", ["\r\n", "\n", "\x00", "\x85", "\u2028", "\u0160"])
+def test_a_hostile_header_from_any_after_request_hook_is_a_400(char, hook, testing, caplog):
+    # The policy's check runs where every hook has run, whenever the hook was registered.
+    app = hooked_app(TESTING=testing, PTL_CSP=True)
+    query = urlencode({hook: f"/a{char}Set-Cookie: s=1"})
+    with caplog.at_level(logging.WARNING):
+        status, headers, body = run(get(app, f"/?{query}"))
+    assert status == 400
+    assert "X-Before" not in headers and "X-After" not in headers
+    assert "Set-Cookie" not in headers
+    assert "secret" not in body
+    assert "nonce-" in headers["Content-Security-Policy"]
+    assert "refused GET /" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_good_headers_from_after_request_hooks_are_sent() -> None:
+    app = hooked_app(PTL_CSP=True)
+    status, headers, body = run(get(app, "/?" + urlencode({"before": "/b\tok", "after": "/a"})))
+    assert (status, body) == (200, "secret")
+    assert (headers["X-Before"], headers["X-After"]) == ("/b\tok", "/a")
+    assert len(headers.getlist("Content-Security-Policy")) == 1
+
+
+@pytest.mark.parametrize("testing", [True, False], ids=["testing", "production"])
+@pytest.mark.parametrize("char", ["\r\n", "\x85", "\u2028"])
+def test_a_hostile_header_on_a_websockets_denial_response_is_a_400(char, testing, caplog):
+    # A WebSocket view that answers with a response (a denial) sends it as HTTP too.
+    from quart.testing import WebsocketResponseError
+
+    app = make_app(TESTING=testing)
+    PTL(app)
+
+    @app.websocket("/ws")
+    async def socket() -> Any:
+        return "denied", 403, {"X-Next": quart.websocket.args["next"]}
+
+    async def connect(next_value: str) -> Any:
+        with pytest.raises(WebsocketResponseError) as info:
+            async with app.test_client().websocket("/ws?" + urlencode({"next": next_value})) as ws:
+                await ws.receive()
+        return info.value.response
+
+    with caplog.at_level(logging.WARNING):
+        response = run(connect(f"/a{char}Set-Cookie: s=1"))
+    assert response.status_code == 400 and "X-Next" not in response.headers
+    assert re.search(r"refused (GET|WEBSOCKET) /ws\?next=", caplog.text)  # the test scope has GET
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    response = run(connect("/fine"))
+    assert (response.status_code, response.headers["X-Next"]) == (403, "/fine")

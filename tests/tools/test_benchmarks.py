@@ -210,3 +210,20 @@ def test_from_jinja2_script_runs() -> None:
     result = run_script("benchmarks/from_jinja2.py", "--rounds", "1", "--seconds", "0.005")
     assert result.returncode == 0, result.stderr
     assert "| 10 |" in result.stdout and "| 100 |" in result.stdout
+
+
+@pytest.mark.parametrize("framework", ["flask", "quart"])
+@pytest.mark.parametrize("mode", ["bare", "ptl", "csp"])
+def test_glue_request_rows_answer_a_whole_request(framework: str, mode: str) -> None:
+    # What callgrind counts in benchmarks/glue_request.py, run without it: the child asserts
+    # that each app answers 200 "hello" before it counts.
+    spec = importlib.util.spec_from_file_location("_glue", ROOT / "benchmarks" / "glue_request.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    result = run_script("-c", module.CHILD, str(ROOT), framework, mode, "3")
+    assert result.returncode == 0, result.stderr
