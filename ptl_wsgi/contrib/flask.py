@@ -44,7 +44,7 @@ forms' CSRF policy, and the render functions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import flask
@@ -55,7 +55,7 @@ from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
+from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce, in_nonce_scope
 from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
 from ptl_wsgi.tracebacks import entry_point
 from ptl_wsgi.wsgi import refusal
@@ -236,8 +236,11 @@ def _response_policy(response: Response) -> Response:
     except HeaderError as exc:
         response = _refusal(exc)
     if _csp_on():
-        policy = _core.csp_header(current_app, _request_nonce())
-        response.headers.setdefault(_core.CSP_HEADER, policy)
+        nonce = _request_nonce()
+        response.headers.setdefault(_core.CSP_HEADER, _core.csp_header(current_app, nonce))
+        # A streamed body is iterated by the server after teardown closed the scope.
+        body: Iterable[Any] = response.response
+        response.response = in_nonce_scope(body, nonce, request.environ)
     return response
 
 

@@ -35,13 +35,14 @@ from typing import Any
 import jinja2
 import quart
 from quart import Quart, Response, current_app, has_request_context, request
+from quart.wrappers.response import IterableBody
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
 from ptl_wsgi.asgi import request_line
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce
+from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce, in_nonce_scope_async
 from ptl_wsgi.forms.inputs import FormData
 from ptl_wsgi.headers import HeaderError, as_header_error, check_headers
 
@@ -227,8 +228,11 @@ async def _response_policy(response: Response) -> Response:
     except HeaderError as exc:
         response = _refusal(exc)
     if _csp_on():
-        policy = _core.csp_header(current_app, _request_nonce())
-        response.headers.setdefault(_core.CSP_HEADER, policy)
+        nonce = _request_nonce()
+        response.headers.setdefault(_core.CSP_HEADER, _core.csp_header(current_app, nonce))
+        # A streamed body is iterated by Quart after teardown closed the scope.
+        if isinstance(response.response, IterableBody):
+            response.response.iter = in_nonce_scope_async(response.response.iter, nonce)
     return response
 
 
