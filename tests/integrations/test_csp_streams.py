@@ -17,6 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from wsgiref.util import FileWrapper
 from wsgiref.validate import validator
 
 import pytest
@@ -361,6 +362,31 @@ def test_flask_two_interleaved_streams_on_a_real_server(loader: Loader, path: st
 
         two_at_once_threads(get, ["a", "b"])
     interleaved(meet.order)
+
+
+def test_flask_file_keeps_the_servers_file_wrapper(tmp_path: Any, loader: Loader) -> None:
+    from flask import send_file
+
+    (tmp_path / "a.css").write_text("p { color: teal }", encoding="utf-8")
+    app = flask_app(loader)
+
+    @app.get("/file")
+    def file() -> Any:
+        return send_file(tmp_path / "a.css")
+
+    bodies: list[Any] = []
+
+    def recording(environ: dict[str, Any], start_response: Any) -> Any:
+        body = app(environ, start_response)
+        bodies.append(body)
+        return body
+
+    with serve_in_thread(recording) as base:
+        status, headers, body = fetch(base + "/file")
+    assert (status, body) == (200, b"p { color: teal }")
+    assert "'nonce-" in headers["Content-Security-Policy"]
+    # Not wrapped for the nonce: the server may still send it with sendfile().
+    assert isinstance(bodies[0], FileWrapper)
 
 
 # -- Django ----------------------------------------------------------------------------------
