@@ -434,7 +434,8 @@ urlpatterns = _django_urls()
 
 
 @pytest.fixture
-def django_csp(settings: Any, loader: Loader) -> Iterator[Any]:
+def django_csp(settings: Any, loader: Loader, db: None) -> Iterator[Any]:
+    # (db: a response's close() sends request_finished, which closes the connections.)
     settings.ROOT_URLCONF = __name__
     settings.MIDDLEWARE = ["ptl_wsgi.contrib.django.CSPMiddleware", *settings.MIDDLEWARE]
     DJANGO_LOADER[:] = [loader]
