@@ -14,7 +14,14 @@ from __future__ import annotations
 # bytecode cache must not pay for typing or contextlib.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import (
+        AsyncIterable,
+        AsyncIterator,
+        Callable,
+        Iterable,
+        Iterator,
+        Mapping,
+    )
     from contextlib import AbstractContextManager
     from contextvars import ContextVar, Token
     from typing import Any, TypeVar
@@ -24,7 +31,7 @@ if TYPE_CHECKING:
     #: What makes the context of one step: called afresh for each step.
     ContextFactory = Callable[[], AbstractContextManager[object]]
 
-__all__ = ["InContext", "in_context", "setting"]
+__all__ = ["AsyncInContext", "InContext", "in_context", "in_context_async", "setting"]
 
 
 class setting:  # lower case: used like contextlib's functions
@@ -87,3 +94,42 @@ def in_context(
         if isinstance(wrapper, type) and isinstance(iterable, wrapper):
             return iterable
     return InContext(iterable, enter)
+
+
+class AsyncInContext:
+    """:class:`InContext` for an async iterable: each ``__anext__`` and ``aclose()``
+    inside ``enter()``.
+
+    The context is entered across the step's awaits: a task's suspension leaves
+    it in this task's context only, which no other task shares.
+    """
+
+    __slots__ = ("_enter", "_iter", "_iterable")
+
+    def __init__(self, iterable: AsyncIterable[Any], enter: ContextFactory) -> None:
+        self._iterable = iterable
+        self._iter: AsyncIterator[Any] | None = None
+        self._enter = enter
+
+    def __aiter__(self) -> AsyncInContext:
+        return self
+
+    async def __anext__(self) -> Any:
+        __traceback_hide__ = True
+        with self._enter():
+            if self._iter is None:
+                self._iter = self._iterable.__aiter__()
+            return await self._iter.__anext__()
+
+    async def aclose(self) -> None:
+        # An async generator's __aiter__ is itself: the iterable is what to close.
+        target = self._iterable if self._iter is None else self._iter
+        aclose = getattr(target, "aclose", None)
+        if aclose is not None:
+            with self._enter():
+                await aclose()
+
+
+def in_context_async(iterable: AsyncIterable[_T], enter: ContextFactory) -> AsyncIterator[_T]:
+    """Async *iterable* with each step inside ``enter()`` (see :class:`AsyncInContext`)."""
+    return AsyncInContext(iterable, enter)

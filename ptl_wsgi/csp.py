@@ -9,7 +9,8 @@ the response's header, made by :func:`content_security_policy`, names it.
   ``ptl_wsgi.safety``, their former home, until 0.3);
 * :class:`RequestNonce` is one request's state, as :class:`ptl_wsgi.wsgi.CSP`,
   the Flask extension and Django's ``CSPMiddleware`` keep it;
-  :func:`in_nonce_scope` runs a response body with a request's nonce current.
+  :func:`in_nonce_scope` (:func:`in_nonce_scope_async`) runs a response body
+  with a request's nonce current.
 """
 
 from __future__ import annotations
@@ -20,11 +21,19 @@ import functools
 import hashlib
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+)
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
-from ptl_wsgi._iterate_in_context import in_context, setting
+from ptl_wsgi._iterate_in_context import in_context, in_context_async, setting
 from ptl_wsgi.escaping.nonce import CURRENT, USED, enter
 from ptl_wsgi.escaping.nonce import check as check_nonce
 
@@ -41,6 +50,7 @@ __all__ = [
     "csp_nonce",
     "evaluate",
     "in_nonce_scope",
+    "in_nonce_scope_async",
     "new_nonce",
     "nonce_scope",
     "script_hash",
@@ -125,6 +135,13 @@ def in_nonce_scope(
     """
     USED[0] = True
     return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)
+
+
+def in_nonce_scope_async(body: AsyncIterable[_T], nonce: str) -> AsyncIterator[_T]:
+    """Async *body* with *nonce* current around each step and ``aclose()``
+    (as :func:`in_nonce_scope`, for async streams)."""
+    USED[0] = True
+    return in_context_async(body, functools.partial(setting, _nonce, check_nonce(nonce)))
 
 
 #: In *directives*, the request's nonce source: ``{"style-src": [NONCE]}`` is
@@ -377,3 +394,17 @@ class RequestNonce:
     def iterate(self, body: Iterable[_T], environ: Mapping[str, Any] | None = None) -> Iterable[_T]:
         """*body* with this nonce current around each step (:func:`in_nonce_scope`)."""
         return in_nonce_scope(body, self.nonce, environ)
+
+    def iterate_async(self, body: AsyncIterable[_T]) -> AsyncIterator[_T]:
+        """Async *body* with this nonce current around each step (:func:`in_nonce_scope_async`)."""
+        return in_nonce_scope_async(body, self.nonce)
+
+    def close_in_scope(self, close: Callable[[], None]) -> Callable[[], None]:
+        """*close* made to run with this nonce current (a response's ``close``)."""
+        nonce = self.nonce
+
+        def closing() -> None:
+            with nonce_scope(nonce):
+                close()
+
+        return closing

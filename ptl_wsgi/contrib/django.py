@@ -31,7 +31,13 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.dispatch import Signal, receiver
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    FileResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
 from django.template import Context, TemplateDoesNotExist, TemplateSyntaxError, engines
 from django.template.backends.base import BaseEngine
 from django.template.backends.utils import csrf_input_lazy, csrf_token_lazy
@@ -253,7 +259,9 @@ class CSPMiddleware:
     :func:`~ptl_wsgi.csp.content_security_policy`).  A response that already has
     the header keeps its own.  Its headers are held to the header policy
     (:mod:`ptl_wsgi.headers`): a value with a control character that Django lets
-    through (U+0085, NUL, ...) gives a logged 400.  Sync and async.
+    through (U+0085, NUL, ...) gives a logged 400.  A ``StreamingHttpResponse``
+    has the nonce current at each step of its body and in ``close()``.  Sync
+    and async.
     """
 
     sync_capable = True
@@ -304,7 +312,26 @@ class CSPMiddleware:
                 content_type="text/plain; charset=utf-8",
             )
         response.setdefault(HEADER, state.policy(self.directives, self.hashes))
+        if isinstance(response, StreamingHttpResponse) and not isinstance(response, FileResponse):
+            _stream_in_scope(response, state)
         return response
+
+
+def _stream_in_scope(response: StreamingHttpResponse, state: RequestNonce) -> None:
+    """Give a streamed body its request's nonce back around each step and ``close()``.
+
+    The handler iterates it after the middleware returned, its scope left (under
+    ASGI a sync body is consumed in a thread, an async one in the handler's task).
+    Django's documented way: a new iterator wrapping the original content.  (A
+    ``FileResponse`` is left alone: it renders no template, and the server's file
+    wrapper sends it.)
+    """
+    if response.is_async:
+        response.streaming_content = state.iterate_async(response.streaming_content)
+    else:
+        response.streaming_content = state.iterate(response.streaming_content)
+    # The original iterator's close() is among the response's closers, which close() calls.
+    response.close = state.close_in_scope(response.close)
 
 
 def html_response(content: Any, status: int = 200, **kwargs: Any) -> HttpResponse:

@@ -55,6 +55,7 @@ from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
+from ptl_wsgi.csp import CSP_NONCE_KEY, in_nonce_scope
 from ptl_wsgi.headers import HeaderError
 from ptl_wsgi.tracebacks import entry_point
 from ptl_wsgi.wsgi import call_checked, refusal
@@ -132,7 +133,10 @@ def _guard(app: Flask) -> None:
                 return start_response(status, headers)
             return start_response(status, headers, exc_info)
 
-        return call_checked(inner, environ, start)
+        body = call_checked(inner, environ, start)
+        nonce = environ.get(CSP_NONCE_KEY)
+        # A streamed body is iterated by the server after teardown closed the scope.
+        return body if not isinstance(nonce, str) else in_nonce_scope(body, nonce, environ)
 
     wsgi_app._ptl_guard = True  # type: ignore[attr-defined]
     app.wsgi_app = wsgi_app  # type: ignore[method-assign]

@@ -35,12 +35,14 @@ from typing import Any
 import jinja2
 import quart
 from quart import Quart, Response, current_app, has_request_context, request
+from quart.wrappers.response import IterableBody
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
 from ptl_wsgi.asgi import request_line
 from ptl_wsgi.contrib import flask_core as _core
 from ptl_wsgi.contrib.flask_core import PTLTemplate, TemplateNotFound, TemplatesNotFound
+from ptl_wsgi.csp import CSP_NONCE_KEY, in_nonce_scope_async
 from ptl_wsgi.forms.inputs import FormData
 from ptl_wsgi.headers import HeaderError, check_headers
 
@@ -134,6 +136,10 @@ def _held(app: Quart, framework: _Quart, handle: Any, csp: bool) -> Any:
         policy = _core.csp_value(app, connection.scope) if csp else None
         if policy is not None:
             response.headers.setdefault(_core.CSP_HEADER, policy)
+        nonce = connection.scope.get(CSP_NONCE_KEY) if csp else None
+        if isinstance(nonce, str) and isinstance(response.response, IterableBody):
+            # A streamed body is iterated by Quart after teardown closed the scope.
+            response.response.iter = in_nonce_scope_async(response.response.iter, nonce)
         return response
 
     held._ptl_guard = True  # type: ignore[attr-defined]
