@@ -294,6 +294,10 @@ def test_literals_that_take_the_nonce_where_they_are_evaluated_are_not_reported(
     assert found == [(9, 9, "script-src-value")]
 
 
+# An f-string's field has its own position from Python 3.12 (PEP 701), the f-string's before.
+_FIELD_COL = 24 if sys.version_info >= (3, 12) else 9
+
+
 def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
     found = [(line, col, kind) for line, col, kind, _ in csp_report(UNNONCED, "page.ptl")]
     assert found == [
@@ -303,7 +307,7 @@ def test_every_literal_tag_that_gets_no_nonce_is_reported() -> None:
         (4, 9, "open-no-nonce"),
         (5, 9, "literal-no-nonce"),
         (5, 9, "open-no-nonce"),
-        (5, 9, "script-src-value"),
+        (5, _FIELD_COL, "script-src-value"),
         (6, 14, "msgid-no-nonce"),
         (6, 36, "msgid-no-nonce"),
         (7, 9, "literal-no-nonce"),
