@@ -59,15 +59,19 @@ else:
     async def one():
         sent = []
         received = []
+        done = asyncio.Event()
 
         async def receive():
-            if received:  # the body was read: wait for a disconnect that never comes
-                await asyncio.Event().wait()
+            if received:  # the body was read: the client leaves once the response is sent
+                await done.wait()  # (Quart 0.23 waits for that before it returns)
+                return {"type": "http.disconnect"}
             received.append(True)
             return {"type": "http.request", "body": b"", "more_body": False}
 
         async def send(message):
             sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done.set()
 
         await app(dict(scope), receive, send)
         return f"{sent[0]['status']} OK", b"".join(m.get("body", b"") for m in sent[1:])
