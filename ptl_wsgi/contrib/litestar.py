@@ -33,6 +33,7 @@ but not ``"page.ptl:sidebar"`` or ``.py`` templates (give those
 from __future__ import annotations
 
 import functools
+import http.cookies
 import logging
 import mimetypes
 import os
@@ -228,7 +229,11 @@ def _refusal(request: Request[Any, Any, Any], refused: HeaderError) -> Response[
 
 #: ``Litestar(exception_handlers=EXCEPTION_HANDLERS)``: :func:`refuse_header` for the error
 #: Litestar raises for a header value beyond Latin-1 (:class:`PTLPlugin` installs it too).
-EXCEPTION_HANDLERS: dict[type[Exception], Any] = {UnicodeEncodeError: refuse_header}
+EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+    UnicodeEncodeError: refuse_header,
+    # The standard library's cookie refuses control characters (Python 3.14 and later).
+    http.cookies.CookieError: refuse_header,
+}
 
 ExceptionHandler = Callable[[Request[Any, Any, Any], Exception], Response[Any]]
 
@@ -273,11 +278,12 @@ class PTLPlugin(InitPlugin):
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         """Add the policy's middleware and exception handler to *app_config*."""
         handlers = app_config.exception_handlers
-        own = handlers.get(UnicodeEncodeError)
-        if own is None:
-            handlers[UnicodeEncodeError] = refuse_header
-        elif own is not refuse_header and not getattr(own, "_ptl_refusals", False):
-            handlers[UnicodeEncodeError] = _refusing_first(own)
+        for error in EXCEPTION_HANDLERS:
+            own = handlers.get(error)
+            if own is None:
+                handlers[error] = refuse_header
+            elif own is not refuse_header and not getattr(own, "_ptl_refusals", False):
+                handlers[error] = _refusing_first(own)
         # Any: ptl_wsgi.asgi's apps are typed by ASGI's own message dicts, not Litestar's.
         policy: Any = Middleware
         if self.csp:
