@@ -13,13 +13,11 @@ without it.  Both twins."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from ptl_helpers import compiled, render_f, subprocess_env
+from ptl_helpers import compiled, json_of_both_twins, render_f
 from test_csp_nonces import HOSTILE, Template, _Interpolation, nonces, tags
 
 from ptl_wsgi.csp import nonce_scope
@@ -357,20 +355,7 @@ print(json.dumps(out))
 
 def test_both_twins_render_the_indirect_paths_alike() -> None:
     args = {name: list(ARGS.get(name, ())) for name in EXPECTED_OFF}
-    results = []
-    for pure in ("1", "0"):
-        done = subprocess.run(
-            [sys.executable, "-c", RENDER_ALL, PATHS, json.dumps(args)],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(PTL_WSGI_PURE_PYTHON=pure),
-            check=True,
-        )
-        results.append(json.loads(done.stdout))
-    python, c = results
-    assert python.pop("twin") == "python"
-    if c.pop("twin") != "c":
-        pytest.skip("the C twin is not built")
+    python, c = json_of_both_twins("-c", RENDER_ALL, PATHS, json.dumps(args))
     assert python == c
     assert python["later_format:on"].count('nonce="Tw1nNonce"') == 1
 

@@ -12,12 +12,10 @@ twins.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-from ptl_helpers import compiled, subprocess_env
+from ptl_helpers import compiled, json_of_both_twins
 from test_csp_nonces import nonces
 
 from ptl_wsgi.compiler import compile_ptl, csp_report
@@ -354,19 +352,7 @@ def test_both_twins_render_the_review_cases_alike() -> None:
     keys = {source: key for key, source in MODULES.items()}
     cases = {case: (keys[src], name, list(args)) for case, (src, name, args) in CASES.items()}
     support = str(__import__("pathlib").Path(__file__).parents[1] / "support")
-    results = []
-    for pure in ("1", "0"):
-        done = subprocess.run(
-            [sys.executable, "-c", RENDER_ALL, json.dumps(MODULES), json.dumps(cases), support],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(PTL_WSGI_PURE_PYTHON=pure),
-            check=True,
-        )
-        results.append(json.loads(done.stdout))
-    python, c = results
-    assert python.pop("twin") == "python"
-    if c.pop("twin") != "c":
-        pytest.skip("the C twin is not built")
+    modules = json.dumps(MODULES)
+    python, c = json_of_both_twins("-c", RENDER_ALL, modules, json.dumps(cases), support)
     assert python == c
     assert not any("Tw1nNonce" in text for text in python.values())

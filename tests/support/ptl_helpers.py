@@ -4,7 +4,9 @@ and the values tests give templates and both htmltext twins."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
 import sys
 import textwrap
 import types
@@ -12,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 CASES_DIR = Path(__file__).parents[1] / "ptl_cases"
 REPO = Path(__file__).parents[2]
@@ -51,6 +55,26 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update(extra)
     return env
+
+
+def json_of_both_twins(*argv: str) -> tuple[Any, Any]:
+    """The JSON a child Python prints for ``python *argv``, under the pure twin and the
+    C twin (skipped where the C twin is not built); each names its ``twin``, removed."""
+    results = []
+    for pure in ("1", "0"):
+        done = subprocess.run(
+            [sys.executable, *argv],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(PTL_WSGI_PURE_PYTHON=pure),
+            check=True,
+        )
+        results.append(json.loads(done.stdout))
+    python, c = results
+    assert python.pop("twin") == "python"
+    if c.pop("twin") != "c":
+        pytest.skip("the C twin is not built")
+    return python, c
 
 
 def render_f(source: str, *args: Any) -> str:
