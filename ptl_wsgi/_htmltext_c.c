@@ -57,6 +57,10 @@ typedef struct {
        escaping engine's) and what formats any other, both from set_htmlformat(),
        which may also give contextual_fstring()'s */
     PyObject *text_only, *format_fallback, *fstring_fallback;
+    /* Markup that carries CSP nonce slots and the join that keeps them
+       (ptl_wsgi.escaping.nonce.carrier, from register_nonced()), or NULL. */
+    PyTypeObject *nonced_type;
+    PyObject *nonced_join;
 } State;
 
 static struct PyModuleDef htmltext_module;
@@ -156,6 +160,13 @@ static inline int
 is_registered_text(State *st, PyObject *v)
 {
     return Py_TYPE(v) == st->text_type;
+}
+
+/* Markup that carries nonce slots: output in text as it is, joined by its own join. */
+static inline int
+is_nonced(State *st, PyObject *v)
+{
+    return Py_TYPE(v) == st->nonced_type;
 }
 
 /* The twin's attribute `name`, the twin imported on first use (a process
@@ -2359,6 +2370,21 @@ mod_register(PyObject *module, PyObject *cls)
 }
 
 static PyObject *
+mod_register_nonced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], module_state(module)->text_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "register_nonced() takes a subclass of the registered class and a join");
+        return NULL;
+    }
+    State *st = module_state(module);
+    Py_XSETREF(st->nonced_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(st->nonced_join, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 mod_escape_str(PyObject *Py_UNUSED(module), PyObject *s)
 {
     if (!PyUnicode_Check(s)) {
@@ -2385,16 +2411,16 @@ static PyObject *
 mod_htmlescape(PyObject *module, PyObject *value)
 {
     State *st = module_state(module);
-    if (is_registered_text(st, value)) {
+    if (is_registered_text(st, value) || is_nonced(st, value)) {
         return Py_NewRef(value);
     }
     return new_text_steal(st, st->text_type, markup_text(st, value));
 }
 
+/* html_join() of a list or tuple that holds no markup carrying nonce slots. */
 static PyObject *
-mod_html_join(PyObject *module, PyObject *parts)
+html_join_parts(State *st, PyObject *parts)
 {
-    State *st = module_state(module);
     /* What a template with a single output value joins: that value, when it
        is already an instance of the registered class, is the result (str
        instances are immutable: a copy could not differ). */
@@ -2415,6 +2441,34 @@ mod_html_join(PyObject *module, PyObject *parts)
         return result;
     }
     return new_text_steal(st, st->text_type, pieces_concat(&pieces));
+}
+
+static PyObject *
+mod_html_join(PyObject *module, PyObject *parts)
+{
+    State *st = module_state(module);
+    if (st->nonced_type == NULL) {
+        return html_join_parts(st, parts);
+    }
+    /* Markup that carries nonce slots is joined by its own join, which keeps
+       them (any other iterable is read into a list first, as the twin does). */
+    PyObject *seq = PyList_CheckExact(parts) || PyTuple_CheckExact(parts)
+                        ? Py_NewRef(parts)
+                        : PySequence_List(parts);
+    if (seq == NULL) {
+        return NULL;
+    }
+    PyObject *joined;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
+            joined = PyObject_CallOneArg(st->nonced_join, seq);
+            Py_DECREF(seq);
+            return joined;
+        }
+    }
+    joined = html_join_parts(st, seq);
+    Py_DECREF(seq);
+    return joined;
 }
 
 static PyObject *
@@ -2462,7 +2516,7 @@ static inline int
 is_simple_output(State *st, PyObject *v)
 {
     return PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
-           is_registered_text(st, v);
+           is_registered_text(st, v) || is_nonced(st, v);
 }
 
 static PyObject *
@@ -3013,6 +3067,8 @@ mod_htmlformat(PyObject *module, PyObject *template)
 static PyMethodDef module_methods[] = {
     {"register", mod_register, METH_O,
      PyDoc_STR("Tell this twin which class its functions must return.")},
+    {"register_nonced", CFUNC(mod_register_nonced), METH_FASTCALL,
+     PyDoc_STR("register_nonced(cls, join): the markup that carries CSP nonce slots.")},
     {"escape_str", mod_escape_str, METH_O,
      PyDoc_STR("Escape & < > \" ' in s; return s itself when nothing needs it.")},
     {"markup_of", mod_markup_of, METH_O,
@@ -3071,6 +3127,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     State *st = module_state(module);
     Py_VISIT(st->base_type);
     Py_VISIT(st->text_type);
+    Py_VISIT(st->nonced_type);
+    Py_VISIT(st->nonced_join);
     Py_VISIT(st->str_new);
     Py_VISIT(st->twin);
     Py_VISIT(st->escaper_type);
@@ -3090,6 +3148,8 @@ module_clear(PyObject *module)
     State *st = module_state(module);
     Py_CLEAR(st->base_type);
     Py_CLEAR(st->text_type);
+    Py_CLEAR(st->nonced_type);
+    Py_CLEAR(st->nonced_join);
     Py_CLEAR(st->str_new);
     Py_CLEAR(st->new_args);
     Py_CLEAR(st->empty);

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
+from ptl_wsgi.escaping.nonce import carrier as _nonce_carrier
 from ptl_wsgi.escaping.rules import is_markup, is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -197,10 +198,13 @@ def _build(twin: ModuleType) -> SimpleNamespace:
     cls = type("htmltext", (twin.HtmlTextBase,), namespace)
     cls.__qualname__ = "htmltext"
     twin.register(cls)
+    nonced, nonced_join = _nonce_carrier(cls, markup_of)
+    twin.register_nonced(nonced, nonced_join)
     api = SimpleNamespace(
         name=twin_name,
         module=twin,
         htmltext=cls,
+        nonced=nonced,
         htmlescape=twin.htmlescape,
         htmlformat=twin.htmlformat,
         stringify=twin.stringify,
@@ -303,7 +307,10 @@ def _htmlformat_in_context(template: Any, /, join_items: bool = True) -> Any:
     from ptl_wsgi.escaping.planner import contextual_format
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
-    return htmltext(contextual_format(template, escapers, format_field, join_items))
+    if not _in_nonce_scope():
+        return htmltext(contextual_format(template, escapers, format_field, join_items))
+    # The nonce slots of its literals (nested ones in text too), carried by its markup.
+    return _marked(contextual_format(template, escapers, format_field, join_items, marks=True))
 
 
 def _fstring_in_context(template: Any, /) -> Any:
@@ -315,6 +322,7 @@ def _in_nonce_scope() -> bool:
     return _nonce_used[0] and _nonce.get() is not None
 
 
+_marked = _active.nonced.marked
 _active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context, _fstring_in_context)
 
 #: A t-string as htmltext, each value escaped for the context it lands in.
@@ -397,8 +405,13 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
+    nonced = _active.nonced
+
     def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
-        return cls(mod(str(fmt), arg, nonces))
+        formatted = mod(str(fmt), arg, nonces)
+        if nonces and type(formatted) is tuple:  # (text, slots) in a nonce scope
+            return nonced.made(*formatted)
+        return cls(formatted)
 
     def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
         return cls(fmt_args(str(fmt), *args, **kwargs))

@@ -459,10 +459,11 @@ class _OutputPieces(_TemplateState):
     def nonce_fields(
         self, values: list[ast.expr], nonces: tuple[tuple[int, ...], ...], own: bool = True
     ) -> list[ast.expr]:
-        """An f-string's *values* with a field that writes the CSP nonce attribute at
-        each slot of its literal parts (*nonces*, one tuple per part, in order):
-        ``(_ptl_nonce_attr() if _ptl_nonce_used[0] else "")``, empty outside a scope."""
-        self.helpers.update(("_ptl_nonce_used", "_ptl_nonce_attr"))
+        """An f-string's *values* with a field that marks each slot of its literal parts
+        (*nonces*, one tuple per part, in order) for ``_ptl_nonce_marked``, which takes
+        the marks out into slots its markup carries:
+        ``(_ptl_nonce_mark() if _ptl_nonce_used[0] else "")``, empty outside a scope."""
+        self.helpers.update(("_ptl_nonce_used", "_ptl_nonce_mark", "_ptl_nonce_marked"))
         parts = iter(nonces)
         out: list[ast.expr] = []
         for value in values:
@@ -478,7 +479,7 @@ class _OutputPieces(_TemplateState):
                 test = ast.Subscript(
                     _name("_ptl_nonce_used", value), _located(ast.Constant(0), value), ast.Load()
                 )
-                attribute = _call(_name("_ptl_nonce_attr", value), [], value)
+                attribute = _call(_name("_ptl_nonce_mark", value), [], value)
                 empty = _located(ast.Constant(""), value)
                 field = _located(ast.IfExp(_located(test, value), attribute, empty), value)
                 if not own:  # (evaluated out of place: see _ContextualWalk.settle_nonces)

@@ -339,6 +339,7 @@ class _Transformer(_LoopFusion):
                 part.format_spec = None
         if nonces:
             node.values = self.nonce_fields(node.values, nonces, own)
+            return _call(_name("_ptl_nonce_marked", node), [node], node)
         return _call(_name("_ptl_htmltext", node), [node], node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:

@@ -2,24 +2,51 @@
 
 Inside a nonce scope (:func:`ptl_wsgi.csp.nonce_scope`, which every integration
 opens per request when CSP is on) each ``<script>``, ``<style>`` and
-``<link rel=stylesheet|preload|modulepreload>`` start tag that a literal writes
-gets `` nonce="..."`` (:func:`ptl_wsgi.escaping.rules.takes_nonce`), unless the
-literal gave it one.  The engine (:mod:`~ptl_wsgi.escaping.context`) finds *where*
-in the literal text, once, at compile or plan time: *slots*, offsets into a
-literal.  The nonce itself is read here at run time, per render, so it is never
-part of compiled code or of a cached plan.  A literal that is not output where it
-stands takes it where it is evaluated, only when its value reaches nothing but output
-(``compiler.csp.WrittenFlows``): no nonced literal becomes a format or an argument.
+``<link rel=stylesheet|preload|modulepreload>`` start tag that a template's literal
+writes gets `` nonce="..."`` (:func:`ptl_wsgi.escaping.rules.takes_nonce`), unless
+the literal gave it one.  The engine (:mod:`~ptl_wsgi.escaping.context`) finds *where*
+in the literal text, once, at compile or plan time: *slots*, offsets into a literal.
+
+The nonce is not put in the text where the literal is evaluated.  The markup *carries*
+its slots (:func:`carrier`: a private htmltext subclass whose text is the literal's
+own) through the engine's own composition, the output of one template in another's
+text, its join, ``+``, and the formatting the compiler planned, and the nonce goes in
+only when the page is written out (:func:`written`, called by the one output policy,
+``ptl_wsgi.output_policy``).  Every other operation on such markup (``replace``,
+``Markup(x)``, ``str(x)``, ``%`` at run time, a value's ``__radd__``, output in an
+attribute or a URL) sees the text without the nonce and keeps no slot: what a value
+was substituted into, or wherever the markup went that the engine did not put it,
+fails closed (a script the browser refuses), never open.
 
 The context variable lives here, below :mod:`ptl_wsgi.csp`, because compiled
-templates and the twins' run-time formatting (layer 1) read it; ``csp`` sets it.
+templates and the twins read it; ``csp`` sets it.
 """
 
 from __future__ import annotations
 
 import contextvars
+import os
 
-__all__ = ["CURRENT", "PREFIX", "USED", "attribute", "check", "enter", "inserted"]
+# Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+__all__ = [
+    "CURRENT",
+    "PREFIX",
+    "USED",
+    "attribute",
+    "carrier",
+    "MARK",
+    "carries",
+    "check",
+    "enter",
+    "inserted",
+    "mark",
+    "written",
+]
 
 #: The nonce of the request being rendered, or None outside a nonce scope.
 CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -63,6 +90,17 @@ def attribute() -> str:
     return "" if nonce is None else f'{PREFIX}{nonce}"'
 
 
+#: What an f-string the compiler planned writes at each slot in a nonce scope, for the
+#: carrier's ``marked`` to take out again into slots: never output, and secret to the
+#: process, so no value can spell it.
+MARK = "\ue000" + os.urandom(16).hex() + "\ue001"
+
+
+def mark() -> str:
+    """:data:`MARK` in a nonce scope, else ``""``."""
+    return "" if CURRENT.get() is None else MARK
+
+
 def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:
     """*text* with *attr* (`` nonce="N"``) inserted at each of *slots* (ascending offsets)."""
     if not slots or not attr:
@@ -75,3 +113,115 @@ def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:
         start = slot
     out.append(text[start:])
     return "".join(out)
+
+
+# -- markup that carries its slots ------------------------------------------------------
+
+#: Each twin's carrier class (:func:`carrier`), to its markup class.
+_CARRIERS: dict[type, type] = {}
+
+
+def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callable[..., Any]]:
+    """The class of *markup* (a twin's htmltext) that carries nonce slots, and the join
+    that keeps them: ``(cls, join)``.  ``ptl_wsgi.html`` registers both with the twin,
+    whose ``html_join`` hands this join a part list holding such markup, and whose
+    output functions pass such markup on as it is."""
+
+    def made(text: str, slots: tuple[int, ...]) -> Any:
+        if not slots:
+            return str.__new__(markup, text)
+        made = str.__new__(cls, text)
+        made.__dict__["slots"] = slots
+        return made
+
+    def __add__(self: Any, other: Any, /) -> Any:
+        joined = markup.__add__(self, other)
+        if joined is NotImplemented:
+            return joined
+        return made(str.__str__(joined), slots_of(self) + shifted(slots_of(other), len(self)))
+
+    def __radd__(self: Any, other: Any, /) -> Any:
+        # other is not carrier markup (its own __add__ came first): text or markup.
+        joined = markup.__radd__(self, other)
+        if joined is NotImplemented:
+            return joined
+        text = str.__str__(joined)
+        return made(text, shifted(slots_of(self), len(text) - len(self)))
+
+    def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        # Bytes are the page as sent (a WSGI body, Django's and Flask's responses
+        # encode a str body): the request's nonce goes in.
+        return str.encode(written(self), encoding, errors)
+
+    def join(parts: Iterable[Any]) -> Any:
+        texts: list[str] = []
+        slots: list[int] = []
+        at = 0
+        for part in parts:
+            if part is None:
+                continue
+            if type(part) is cls:
+                text = str.__str__(part)
+                slots.extend(at + slot for slot in slots_of(part))
+            else:
+                text = markup_of(part)
+            texts.append(text)
+            at += len(text)
+        return made("".join(texts), tuple(slots))
+
+    def marked(text: str) -> Any:
+        if MARK not in text:
+            return str.__new__(markup, text)
+        pieces = text.split(MARK)
+        slots = []
+        at = 0
+        for piece in pieces[:-1]:
+            at += len(piece)
+            slots.append(at)
+        return made("".join(pieces), tuple(slots) if CURRENT.get() is not None else ())
+
+    cls = type(
+        "NoncedMarkup",
+        (markup,),
+        {
+            "__module__": markup.__module__,
+            "__doc__": "Markup a template's literals wrote, whose script, style and "
+            "stylesheet tags take the request's nonce when it is written out.",
+            "__add__": __add__,
+            "__radd__": __radd__,
+            "encode": encode,
+            "made": staticmethod(made),
+            "marked": staticmethod(marked),
+        },
+    )
+    cls.__qualname__ = "NoncedMarkup"
+    _CARRIERS[cls] = markup
+    return cls, join
+
+
+def slots_of(value: Any) -> tuple[int, ...]:
+    """The nonce slots *value* carries (none unless it is carrier markup made with them:
+    what an inherited method returns, with ``type(self)``, has none)."""
+    if type(value) not in _CARRIERS:
+        return ()
+    slots: tuple[int, ...] = value.__dict__.get("slots", ())
+    return slots
+
+
+def shifted(slots: tuple[int, ...], by: int) -> tuple[int, ...]:
+    return tuple(slot + by for slot in slots) if by else slots
+
+
+def carries(value: Any) -> bool:
+    """Whether *value* is markup with nonce slots to fill when it is written out."""
+    return bool(slots_of(value))
+
+
+def written(value: Any) -> Any:
+    """*value* as it goes into a response: markup that carries slots with the current
+    nonce at each, as its plain markup class (outside a nonce scope, no nonce);
+    anything else as it is."""
+    slots = slots_of(value)
+    if not slots:
+        return value if type(value) not in _CARRIERS else str.__new__(_CARRIERS[type(value)], value)
+    return str.__new__(_CARRIERS[type(value)], inserted(str.__str__(value), slots, attribute()))
