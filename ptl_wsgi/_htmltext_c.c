@@ -169,6 +169,32 @@ is_nonced(State *st, PyObject *v)
     return Py_TYPE(v) == st->nonced_type;
 }
 
+/* The parts of a join, and in *nonced whether markup carrying nonce slots is among
+   them, for its own join (escaping.nonce.carrier) that keeps them: a list or tuple
+   as it is, any other iterable read into a list first (as the twin does), a new
+   reference.  Before register_nonced(), parts itself and *nonced 0. */
+static PyObject *
+parts_seq(State *st, PyObject *parts, int *nonced)
+{
+    *nonced = 0;
+    if (st->nonced_type == NULL) {
+        return Py_NewRef(parts);
+    }
+    PyObject *seq = PyList_CheckExact(parts) || PyTuple_CheckExact(parts)
+                        ? Py_NewRef(parts)
+                        : PySequence_List(parts);
+    if (seq == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
+            *nonced = 1;
+            break;
+        }
+    }
+    return seq;
+}
+
 /* The twin's attribute `name`, the twin imported on first use (a process
    that never meets these operators does not load it). */
 static PyObject *
@@ -1451,8 +1477,23 @@ static PyObject *
 text_join(PyObject *self, PyObject *iterable)
 {
     State *st = type_state(Py_TYPE(self));
+    if (st == NULL) {
+        return NULL;
+    }
+    int nonced;
+    PyObject *seq = parts_seq(st, iterable, &nonced);
+    if (seq == NULL) {
+        return NULL;
+    }
+    if (nonced) {
+        PyObject *joined = PyObject_CallFunctionObjArgs(st->nonced_join, seq, self, NULL);
+        Py_DECREF(seq);
+        return joined;
+    }
     Pieces pieces;
-    if (st == NULL || collect(st, &pieces, iterable, JOIN_TEXT, 0) < 0) {
+    int failed = collect(st, &pieces, seq, JOIN_TEXT, 0);
+    Py_DECREF(seq);
+    if (failed < 0) {
         return NULL;
     }
     return new_text_steal(st, Py_TYPE(self), pieces_join(&pieces, self));
@@ -2447,26 +2488,13 @@ static PyObject *
 mod_html_join(PyObject *module, PyObject *parts)
 {
     State *st = module_state(module);
-    if (st->nonced_type == NULL) {
-        return html_join_parts(st, parts);
-    }
-    /* Markup that carries nonce slots is joined by its own join, which keeps
-       them (any other iterable is read into a list first, as the twin does). */
-    PyObject *seq = PyList_CheckExact(parts) || PyTuple_CheckExact(parts)
-                        ? Py_NewRef(parts)
-                        : PySequence_List(parts);
+    int nonced;
+    PyObject *seq = parts_seq(st, parts, &nonced);
     if (seq == NULL) {
         return NULL;
     }
-    PyObject *joined;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
-            joined = PyObject_CallOneArg(st->nonced_join, seq);
-            Py_DECREF(seq);
-            return joined;
-        }
-    }
-    joined = html_join_parts(st, seq);
+    PyObject *joined = nonced ? PyObject_CallOneArg(st->nonced_join, seq)
+                              : html_join_parts(st, seq);
     Py_DECREF(seq);
     return joined;
 }
@@ -2519,28 +2547,56 @@ is_simple_output(State *st, PyObject *v)
            is_registered_text(st, v) || is_nonced(st, v);
 }
 
+/* A simple value output outside text (an attribute value, RCDATA): markup that
+   carries nonce slots is output as plain markup, so that no nonce goes where a
+   value may send it (escaping.nonce). */
 static PyObject *
-mod_field_output(PyObject *module, PyObject *value)
+simple_outside_text(State *st, PyObject *value)
 {
-    State *st = module_state(module);
+    if (is_nonced(st, value)) {
+        return new_text_steal(st, st->text_type, PyUnicode_FromObject(value));
+    }
+    return Py_NewRef(value);
+}
+
+static PyObject *
+field_output_impl(State *st, PyObject *value, int in_text)
+{
     if (is_simple_output(st, value)) {
-        return Py_NewRef(value);
+        return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
     }
     return new_text_steal(st, st->text_type, field_markup(st, value, st->empty));
 }
 
 static PyObject *
-mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+mod_field_output(PyObject *module, PyObject *value)
+{
+    return field_output_impl(module_state(module), value, 1);
+}
+
+static PyObject *
+mod_field_outside_text(PyObject *module, PyObject *value)
+{
+    return field_output_impl(module_state(module), value, 0);
+}
+
+static PyObject *
+mod_outside_text(PyObject *module, PyObject *value)
+{
+    return simple_outside_text(module_state(module), value);
+}
+
+static PyObject *
+percent_output_impl(State *st, PyObject *const *args, Py_ssize_t nargs, int in_text)
 {
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "percent_output() takes exactly 2 arguments (%zd given)",
                      nargs);
         return NULL;
     }
-    State *st = module_state(module);
     PyObject *value = args[0], *fmt = args[1];
     if (is_simple_output(st, value)) {
-        return Py_NewRef(value);
+        return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
     }
     if (fmt != Py_None && PyTuple_Check(value)) {
         /* As str reads it: the tuple's own items, whatever a subclass says. */
@@ -2555,10 +2611,22 @@ mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         value = PyTuple_GET_ITEM(value, 0);
         if (is_simple_output(st, value)) {
-            return Py_NewRef(value);
+            return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
         }
     }
     return new_text_steal(st, st->text_type, markup_text(st, value));
+}
+
+static PyObject *
+mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return percent_output_impl(module_state(module), args, nargs, 1);
+}
+
+static PyObject *
+mod_percent_outside_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return percent_output_impl(module_state(module), args, nargs, 0);
 }
 
 /* first_of(a, b, ...) is a: the compiled form of "% (a, b)" evaluates every
@@ -2576,6 +2644,10 @@ mod_first_of(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
 
 static PyObject *mod_field_output(PyObject *module, PyObject *value);
 static PyObject *mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *mod_field_outside_text(PyObject *module, PyObject *value);
+static PyObject *mod_outside_text(PyObject *module, PyObject *value);
+static PyObject *mod_percent_outside_text(PyObject *module, PyObject *const *args,
+                                          Py_ssize_t nargs);
 
 /* Values a fused loop reads from an item (its attributes and items) are held
    in slots 1 to LOOP_SLOTS - 1 while the item is output; slot 0 is the item. */
@@ -2587,9 +2659,19 @@ static PyObject *mod_percent_output(PyObject *module, PyObject *const *args, Py_
 static inline int
 output_as_is(State *st, PyObject *func, Py_ssize_t n, PyObject *value)
 {
-    return is_simple_output(st, value) && PyCFunction_Check(func) &&
-           ((n == 1 && PyCFunction_GET_FUNCTION(func) == (PyCFunction)mod_field_output) ||
-            (n == 2 && PyCFunction_GET_FUNCTION(func) == CFUNC(mod_percent_output)));
+    if (!is_simple_output(st, value) || !PyCFunction_Check(func)) {
+        return 0;
+    }
+    PyCFunction called = PyCFunction_GET_FUNCTION(func);
+    if ((n == 1 && called == (PyCFunction)mod_field_output) ||
+        (n == 2 && called == CFUNC(mod_percent_output))) {
+        return 1;
+    }
+    /* Outside text, markup carrying nonce slots is made plain: the call does it. */
+    return !is_nonced(st, value) &&
+           ((n == 1 && (called == (PyCFunction)mod_field_outside_text ||
+                        called == (PyCFunction)mod_outside_text)) ||
+            (n == 2 && called == CFUNC(mod_percent_outside_text)));
 }
 
 /* Appends func(value, *part[first + 1:]) to out (value itself where output_as_is). */
@@ -3091,6 +3173,12 @@ static PyMethodDef module_methods[] = {
     {"percent_output", CFUNC(mod_percent_output), METH_FASTCALL,
      PyDoc_STR("A %s field's output: value itself if it is a str, int, float or htmltext, "
                "else its markup as htmltext; a tuple is fmt's values unless fmt is None.")},
+    {"outside_text", mod_outside_text, METH_O,
+     PyDoc_STR("A value output outside text: markup carrying nonce slots made plain.")},
+    {"field_outside_text", mod_field_outside_text, METH_O,
+     PyDoc_STR("field_output() outside text: markup carrying nonce slots made plain.")},
+    {"percent_outside_text", CFUNC(mod_percent_outside_text), METH_FASTCALL,
+     PyDoc_STR("percent_output() outside text: markup carrying nonce slots made plain.")},
     {"first_of", CFUNC(mod_first_of), METH_FASTCALL,
      PyDoc_STR("Return the first argument (the others are evaluated by the call).")},
     {"loop_output", CFUNC(mod_loop_output), METH_FASTCALL,

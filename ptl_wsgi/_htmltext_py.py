@@ -342,6 +342,20 @@ def field_output(value: Any, /) -> Any:
     return _new_str(_htmltext, format_field(value, -1, ""))
 
 
+def outside_text(value: Any, /) -> Any:
+    """A value a compiled template outputs outside text (an attribute value, RCDATA):
+    *value* itself, but markup that carries nonce slots as plain markup, so that no
+    nonce goes where a value may send it (``escaping.nonce``)."""
+    if type(value) is _nonced:
+        return _new_str(_htmltext, value)
+    return value
+
+
+def field_outside_text(value: Any, /) -> Any:
+    """:func:`field_output` outside text (see :func:`outside_text`)."""
+    return outside_text(field_output(value))
+
+
 def percent_output(value: Any, fmt: Any, /) -> Any:
     """A ``%s`` field's output in a compiled template.
 
@@ -359,6 +373,11 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
         if _is_simple_output(value):
             return value
     return htmlescape(value)
+
+
+def percent_outside_text(value: Any, fmt: Any, /) -> Any:
+    """:func:`percent_output` outside text (see :func:`outside_text`)."""
+    return outside_text(percent_output(value, fmt))
 
 
 def first_of(first: Any, /, *evaluated: Any) -> Any:
@@ -992,6 +1011,12 @@ class HtmlTextBase(str):
         return _new_str(type(self), format_mod(str(self), arg))
 
     def join(self, iterable: Iterable[Any], /) -> Any:
+        if _nonced is not None:
+            if type(iterable) is not list and type(iterable) is not tuple:
+                iterable = list(iterable)
+            for item in iterable:
+                if type(item) is _nonced:
+                    return _nonced_join(iterable, self)
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:

@@ -57,7 +57,10 @@ class InContext:
     __slots__ = ("_each", "_enter", "_iter", "_iterable")
 
     def __init__(
-        self, iterable: Iterable[Any], enter: ContextFactory, each: Callable[[Any], Any] | None = None
+        self,
+        iterable: Iterable[Any],
+        enter: ContextFactory,
+        each: Callable[[Any], Any] | None = None,
     ) -> None:
         self._iterable = iterable
         self._iter: Iterator[Any] | None = None

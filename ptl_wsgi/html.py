@@ -40,6 +40,9 @@ __all__ = [
     "format_field",
     "field_output",
     "percent_output",
+    "outside_text",
+    "field_outside_text",
+    "percent_outside_text",
     "loop_output",
     "first_of",
     "IMPLEMENTATION",
@@ -214,6 +217,9 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         format_field=twin.format_field,
         field_output=twin.field_output,
         percent_output=twin.percent_output,
+        outside_text=twin.outside_text,
+        field_outside_text=twin.field_outside_text,
+        percent_outside_text=twin.percent_outside_text,
         loop_output=twin.loop_output,
         first_of=twin.first_of,
         escape_str=twin.escape_str,
@@ -356,6 +362,9 @@ plain_join = _active.plain_join
 format_field = _active.format_field
 field_output = _active.field_output
 percent_output = _active.percent_output
+outside_text = _active.outside_text
+field_outside_text = _active.field_outside_text
+percent_outside_text = _active.percent_outside_text
 loop_output = _active.loop_output
 first_of = _active.first_of
 

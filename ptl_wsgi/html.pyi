@@ -30,6 +30,9 @@ __all__ = [
     "format_field",
     "field_output",
     "percent_output",
+    "outside_text",
+    "field_outside_text",
+    "percent_outside_text",
     "loop_output",
     "first_of",
     "IMPLEMENTATION",
@@ -135,6 +138,9 @@ _V = TypeVar("_V")
 
 def field_output(value: _V, /) -> _V | htmltext: ...
 def percent_output(value: _V, fmt: str | None, /) -> _V | htmltext: ...
+def outside_text(value: _V, /) -> _V | htmltext: ...
+def field_outside_text(value: _V, /) -> _V | htmltext: ...
+def percent_outside_text(value: _V, fmt: str | None, /) -> _V | htmltext: ...
 def loop_output(
     out: list[object],
     iterable: Iterable[object],

@@ -162,6 +162,7 @@ class _ContextualWalk(_OutputPieces):
                 if self.inline_scripts is not None:
                     self.inline_scripts.value()
                 piece.escaper = self.escaper_at(ctx, piece.node)
+                piece.in_text = ends_in_text(ctx)
                 ctx = after_value(ctx)
         self.ctx = ctx
 

@@ -14,6 +14,10 @@ _RUNTIME_NAMES = (
     ("format_field", "_ptl_format_field"),
     ("field_output", "_ptl_field_output"),
     ("percent_output", "_ptl_percent_output"),
+    # The same outside text (an attribute value, RCDATA): no nonce slots kept.
+    ("outside_text", "_ptl_outside_text"),
+    ("field_outside_text", "_ptl_field_outside"),
+    ("percent_outside_text", "_ptl_percent_outside"),
     ("loop_output", "_ptl_loop_output"),
     ("first_of", "_ptl_first_of"),
 )

@@ -45,6 +45,7 @@ class _Value:
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
     escaper: str | None = None  # where the value lands needs more than HTML escaping
+    in_text: bool = True  # lands in text itself (else in an attribute value or RCDATA)
     nested: bool = False  # a literal f-string or t-string, not visited yet (see value_code)
 
 
@@ -502,6 +503,9 @@ class _OutputPieces(_TemplateState):
             return self.escaped(piece, piece.escaper, joined=True)
         node, expr = piece.node, piece.value
         if piece.rule == _RAW:
+            if not piece.in_text:
+                # Markup that carries nonce slots keeps none outside text (escaping.nonce).
+                return _call(_name("_ptl_outside_text", node), [expr], node)
             return expr  # as it is: the final join escapes it
         if piece.conversion != -1 or piece.spec is not None:
             formatted = _call(
@@ -516,8 +520,10 @@ class _OutputPieces(_TemplateState):
         # construct it came from.
         if piece.rule == _PERCENT:
             fmt = piece.fmt or _located(ast.Constant(None), node)
-            return _call(_name("_ptl_percent_output", node), [expr, fmt], node)
-        return _call(_name("_ptl_field_output", node), [expr], node)
+            output = "_ptl_percent_output" if piece.in_text else "_ptl_percent_outside"
+            return _call(_name(output, node), [expr, fmt], node)
+        output = "_ptl_field_output" if piece.in_text else "_ptl_field_outside"
+        return _call(_name(output, node), [expr], node)
 
     def spec(self, part: ast.FormattedValue) -> ast.expr:
         """The field's format spec as a plain str expression (never htmltext)."""

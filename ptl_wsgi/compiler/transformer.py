@@ -22,6 +22,7 @@ from ptl_wsgi.compiler.pieces import (
     _text_of,
     _Value,
 )
+from ptl_wsgi.escaping.context import ends_in_text
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 
@@ -149,6 +150,8 @@ class _Transformer(_LoopFusion):
                 if escaper is not None:
                     piece = _Value(value.elt, node.value.elt, _RAW)
                     value.elt = self.escaped(piece, escaper, joined=True)
+                elif self.ctx is not None and not ends_in_text(self.ctx):
+                    value.elt = _call(_name("_ptl_outside_text", node), [value.elt], node)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
         pieces: list[_Piece] | None = (

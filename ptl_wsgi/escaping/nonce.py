@@ -127,18 +127,19 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
     whose ``html_join`` hands this join a part list holding such markup, and whose
     output functions pass such markup on as it is."""
 
-    def made(text: str, slots: tuple[int, ...]) -> Any:
+    def made(text: str, slots: tuple[int, ...], nonce: str | None = None) -> Any:
         if not slots:
             return str.__new__(markup, text)
         made = str.__new__(cls, text)
-        made.__dict__["slots"] = slots
+        made.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce)
         return made
 
     def __add__(self: Any, other: Any, /) -> Any:
         joined = markup.__add__(self, other)
         if joined is NotImplemented:
             return joined
-        return made(str.__str__(joined), slots_of(self) + shifted(slots_of(other), len(self)))
+        slots = slots_of(self) + shifted(slots_of(other), len(self))
+        return made(str.__str__(joined), slots, self.__dict__.get("nonce"))
 
     def __radd__(self: Any, other: Any, /) -> Any:
         # other is not carrier markup (its own __add__ came first): text or markup.
@@ -146,28 +147,37 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
         if joined is NotImplemented:
             return joined
         text = str.__str__(joined)
-        return made(text, shifted(slots_of(self), len(text) - len(self)))
+        return made(
+            text, shifted(slots_of(self), len(text) - len(self)), self.__dict__.get("nonce")
+        )
 
     def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
         # Bytes are the page as sent (a WSGI body, Django's and Flask's responses
         # encode a str body): the request's nonce goes in.
         return str.encode(written(self), encoding, errors)
 
-    def join(parts: Iterable[Any]) -> Any:
+    def join(parts: Iterable[Any], separator: str | None = None) -> Any:
+        # html_join's (None skipped) or, with a markup separator, htmltext.join's.
         texts: list[str] = []
         slots: list[int] = []
+        nonce = None
+        between = "" if separator is None else str.__str__(separator)
         at = 0
         for part in parts:
-            if part is None:
+            if part is None and separator is None:
                 continue
+            if texts and between:
+                texts.append(between)
+                at += len(between)
             if type(part) is cls:
                 text = str.__str__(part)
                 slots.extend(at + slot for slot in slots_of(part))
+                nonce = nonce or part.__dict__.get("nonce")
             else:
                 text = markup_of(part)
             texts.append(text)
             at += len(text)
-        return made("".join(texts), tuple(slots))
+        return made("".join(texts), tuple(slots), nonce)
 
     def marked(text: str) -> Any:
         if MARK not in text:
@@ -218,10 +228,12 @@ def carries(value: Any) -> bool:
 
 
 def written(value: Any) -> Any:
-    """*value* as it goes into a response: markup that carries slots with the current
-    nonce at each, as its plain markup class (outside a nonce scope, no nonce);
-    anything else as it is."""
+    """*value* as it goes into a response: markup that carries slots with the request's
+    nonce at each (the current one, or outside a nonce scope the one current when the
+    markup was made), as its plain markup class; anything else as it is."""
     slots = slots_of(value)
     if not slots:
         return value if type(value) not in _CARRIERS else str.__new__(_CARRIERS[type(value)], value)
-    return str.__new__(_CARRIERS[type(value)], inserted(str.__str__(value), slots, attribute()))
+    nonce = CURRENT.get() or value.__dict__.get("nonce")
+    attr = "" if nonce is None else f'{PREFIX}{nonce}"'
+    return str.__new__(_CARRIERS[type(value)], inserted(str.__str__(value), slots, attr))
