@@ -19,8 +19,8 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
-from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
+from ptl_wsgi.escaping.nonce import USED as _nonce_used
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.

@@ -188,7 +188,7 @@ def test_every_operation_but_the_engines_sees_text_without_the_nonce(templates: 
             result.upper(),
             result % (),
             result.format(),
-            "%s" % result,
+            "%s" % result,  # noqa: UP031
             f"{result}",
         ]
     for made in seen:
