@@ -61,6 +61,7 @@ typedef struct {
        (ptl_wsgi.escaping.nonce.carrier, from register_nonced()), or NULL. */
     PyTypeObject *nonced_type;
     PyObject *nonced_join;
+    PyObject *nonce_used; /* escaping.nonce.USED: [True] once a nonce scope was entered */
 } State;
 
 static struct PyModuleDef htmltext_module;
@@ -2413,15 +2414,18 @@ mod_register(PyObject *module, PyObject *cls)
 static PyObject *
 mod_register_nonced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyType_Check(args[0]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[0], module_state(module)->text_type)) {
+    if (nargs != 3 || !PyType_Check(args[0]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], module_state(module)->text_type) ||
+        !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != 1) {
         PyErr_SetString(PyExc_TypeError,
-                        "register_nonced() takes a subclass of the registered class and a join");
+                        "register_nonced() takes a subclass of the registered class, a join "
+                        "and the one-item list that says whether a nonce scope was entered");
         return NULL;
     }
     State *st = module_state(module);
     Py_XSETREF(st->nonced_type, (PyTypeObject *)Py_NewRef(args[0]));
     Py_XSETREF(st->nonced_join, Py_NewRef(args[1]));
+    Py_XSETREF(st->nonce_used, Py_NewRef(args[2]));
     Py_RETURN_NONE;
 }
 
@@ -3076,6 +3080,45 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
 }
 
 #ifdef HAVE_TEMPLATES
+/* Whether value (a t-string's value) is or holds, in a list, a tuple or a nested
+   t-string, markup that carries nonce slots: 1, 0, or -1 on an error.  Generators
+   are not looked into (that would consume them): their markup keeps no slots. */
+static int
+holds_nonced(State *st, PyObject *value, int depth)
+{
+    if (st->nonced_type == NULL || depth > 32) {
+        return 0;
+    }
+    if (is_nonced(st, value)) {
+        return 1;
+    }
+    int found = 0;
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        for (Py_ssize_t i = 0; found == 0 && i < PySequence_Fast_GET_SIZE(value); i++) {
+            PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(value, i));
+            found = holds_nonced(st, item, depth + 1);
+            Py_DECREF(item);
+        }
+        return found;
+    }
+    if (!is_template(st, value)) {
+        return 0;
+    }
+    PyObject *interpolations = TEMPLATE_FIELD(st, value, interpolations);
+    if (interpolations == NULL) {
+        return -1;
+    }
+    if (PyTuple_CheckExact(interpolations)) {
+        for (Py_ssize_t i = 0; found == 0 && i < PyTuple_GET_SIZE(interpolations); i++) {
+            PyObject *held = INTERPOLATION_FIELD(st, PyTuple_GET_ITEM(interpolations, i), value);
+            found = held == NULL ? -1 : holds_nonced(st, held, depth + 1);
+            Py_XDECREF(held);
+        }
+    }
+    Py_DECREF(interpolations);
+    return found;
+}
+
 /* A t-string's markup text as an exact str in *markup, if it is a Template whose
    strings the engine marked as text-only (1); 0 if not (nothing made), -1 on error. */
 static int
@@ -3090,6 +3133,14 @@ marked_markup(State *st, PyObject *template, int join, PyObject **markup)
     Py_XDECREF(strings);
     if (marked <= 0) {
         return marked;
+    }
+    /* Markup that carries nonce slots is formatted by the engine (the fallback), which
+       keeps the slots of what lands in text; only once a nonce scope was entered. */
+    if (st->nonce_used != NULL && PyList_GET_ITEM(st->nonce_used, 0) == Py_True) {
+        int nonced = holds_nonced(st, template, 0);
+        if (nonced != 0) {
+            return nonced < 0 ? -1 : 0;
+        }
     }
     Pieces pieces;
     pieces_init(&pieces);
@@ -3150,7 +3201,7 @@ static PyMethodDef module_methods[] = {
     {"register", mod_register, METH_O,
      PyDoc_STR("Tell this twin which class its functions must return.")},
     {"register_nonced", CFUNC(mod_register_nonced), METH_FASTCALL,
-     PyDoc_STR("register_nonced(cls, join): the markup that carries CSP nonce slots.")},
+     PyDoc_STR("register_nonced(cls, join, used): the markup that carries CSP nonce slots.")},
     {"escape_str", mod_escape_str, METH_O,
      PyDoc_STR("Escape & < > \" ' in s; return s itself when nothing needs it.")},
     {"markup_of", mod_markup_of, METH_O,
@@ -3217,6 +3268,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->text_type);
     Py_VISIT(st->nonced_type);
     Py_VISIT(st->nonced_join);
+    Py_VISIT(st->nonce_used);
     Py_VISIT(st->str_new);
     Py_VISIT(st->twin);
     Py_VISIT(st->escaper_type);
@@ -3238,6 +3290,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->text_type);
     Py_CLEAR(st->nonced_type);
     Py_CLEAR(st->nonced_join);
+    Py_CLEAR(st->nonce_used);
     Py_CLEAR(st->str_new);
     Py_CLEAR(st->new_args);
     Py_CLEAR(st->empty);

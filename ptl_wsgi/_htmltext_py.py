@@ -52,8 +52,9 @@ _nonced: type | None = None
 _nonced_join: Any = None
 
 
-def register_nonced(cls: type, join: Callable[[Iterable[Any]], Any], /) -> None:
-    """Tell this twin the class of markup that carries nonce slots, and its join."""
+def register_nonced(cls: type, join: Callable[..., Any], used: list[bool], /) -> None:
+    """Tell this twin the class of markup that carries nonce slots, and its join
+    (*used*, ``escaping.nonce.USED``, is the C twin's)."""
     global _nonced, _nonced_join
     _nonced, _nonced_join = cls, join
 

@@ -89,13 +89,13 @@ _made_nonced = implementation(IMPLEMENTATION).nonced.made
 nonce_marked = implementation(IMPLEMENTATION).nonced.marked
 
 
-def nonced(literal: htmltext, slots: tuple[int, ...]) -> htmltext:
+def nonced(literal: htmltext, slots: tuple[int, ...], placed: bool = False) -> htmltext:
     """*literal* carrying *slots*, where the compiler found the request's nonce goes
     (``escaping.nonce``: it goes in when the page is written out); outside a nonce
-    scope, *literal* itself."""
+    scope, *literal* itself.  *placed*: found from where a ``+`` chain puts it."""
     if _nonce.get() is None:
         return literal
-    made: htmltext = _made_nonced(str.__str__(literal), slots)
+    made: htmltext = _made_nonced(str.__str__(literal), slots, None, placed)
     return made
 
 

@@ -202,7 +202,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
     cls.__qualname__ = "htmltext"
     twin.register(cls)
     nonced, nonced_join = _nonce_carrier(cls, markup_of)
-    twin.register_nonced(nonced, nonced_join)
+    twin.register_nonced(nonced, nonced_join, _nonce_used)
     api = SimpleNamespace(
         name=twin_name,
         module=twin,

@@ -441,11 +441,12 @@ class _OutputPieces(_TemplateState):
             statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement
 
-    def nonced(self, literal: ast.Name, piece: _Text) -> ast.expr:
-        """*literal*, or where its text takes the CSP nonce, the expression that inserts
-        the request's nonce there in a nonce scope (the literal itself outside one):
+    def nonced(self, literal: ast.Name, piece: _Text, placed: bool = False) -> ast.expr:
+        """*literal*, or where its text takes the CSP nonce, the markup that carries
+        those slots in a nonce scope (the literal itself outside one):
         ``(_ptl_nonced(lit, slots) if _ptl_nonce_used[0] else lit)``: until a process
-        enters a nonce scope (CSP off), a list lookup."""
+        enters a nonce scope (CSP off), a list lookup.  *placed*: the slots were found
+        from where a ``+`` chain puts the literal, not from text."""
         if not piece.nonces:
             return literal
         node = piece.node
@@ -454,7 +455,10 @@ class _OutputPieces(_TemplateState):
             _name("_ptl_nonce_used", node), _located(ast.Constant(0), node), ast.Load()
         )
         slots = _located(ast.Constant(cast(Any, piece.nonces)), node)  # (a tuple constant)
-        insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
+        args: list[ast.expr] = [_name(literal.id, node), slots]
+        if placed:
+            args.append(_located(ast.Constant(True), node))
+        insert = _call(_name("_ptl_nonced", node), args, node)
         return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
     def nonce_fields(

@@ -22,7 +22,7 @@ from ptl_wsgi.compiler.pieces import (
     _text_of,
     _Value,
 )
-from ptl_wsgi.escaping.context import ends_in_text
+from ptl_wsgi.escaping.context import TEXT, ends_in_text
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 
@@ -260,7 +260,9 @@ class _Transformer(_LoopFusion):
             # in where it is evaluated (in a nonce scope), as it would where it is output.
             slots = self.evaluated_nonces(node.value, node)
             if slots:
-                nonced = self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
+                start = getattr(node, "_ptl_from", TEXT)
+                literal, text = _name(self.hoist(node), node), _Text(node.value, node, slots)
+                nonced = self.nonced(literal, text, start is not None and start != TEXT)
                 self.nonce_gates.append(nonced)
                 return nonced
         return _name(self.hoist(node), node)

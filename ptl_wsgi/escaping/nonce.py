@@ -127,11 +127,14 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
     whose ``html_join`` hands this join a part list holding such markup, and whose
     output functions pass such markup on as it is."""
 
-    def made(text: str, slots: tuple[int, ...], nonce: str | None = None) -> Any:
+    def made(
+        text: str, slots: tuple[int, ...], nonce: str | None = None, placed: bool = False
+    ) -> Any:
+        # placed: the compiler found the slots from where a "+" chain puts the text.
         if not slots:
             return str.__new__(markup, text)
         made = str.__new__(cls, text)
-        made.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce)
+        made.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed)
         return made
 
     def __add__(self: Any, other: Any, /) -> Any:
@@ -147,21 +150,20 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
         if joined is NotImplemented:
             return joined
         text = str.__str__(joined)
-        return made(
-            text, shifted(slots_of(self), len(text) - len(self)), self.__dict__.get("nonce")
-        )
-
-    def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        # Bytes are the page as sent (a WSGI body, Django's and Flask's responses
-        # encode a str body): the request's nonce goes in.
-        return str.encode(written(self), encoding, errors)
+        before = len(text) - len(self)
+        if not self.__dict__.get("placed") and not _ends_in_text(text[:before]):
+            return made(text, ())  # added into a tag, an attribute, RCDATA: no slots there
+        return made(text, shifted(slots_of(self), before), self.__dict__.get("nonce"))
 
     def join(parts: Iterable[Any], separator: str | None = None) -> Any:
-        # html_join's (None skipped) or, with a markup separator, htmltext.join's.
+        # html_join's (None skipped; a compiled template's output, whose values outside
+        # text the compiler made plain) or, with a markup separator, htmltext.join's,
+        # which follows the context to keep slots only where markup lands in text.
         texts: list[str] = []
         slots: list[int] = []
         nonce = None
         between = "" if separator is None else str.__str__(separator)
+        ctx = _Follow() if separator is not None else None
         at = 0
         for part in parts:
             if part is None and separator is None:
@@ -169,12 +171,17 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
             if texts and between:
                 texts.append(between)
                 at += len(between)
+                if ctx is not None:
+                    ctx.advance(between)
             if type(part) is cls:
                 text = str.__str__(part)
-                slots.extend(at + slot for slot in slots_of(part))
-                nonce = nonce or part.__dict__.get("nonce")
+                if ctx is None or ctx.in_text():
+                    slots.extend(at + slot for slot in slots_of(part))
+                    nonce = nonce or part.__dict__.get("nonce")
             else:
                 text = markup_of(part)
+            if ctx is not None:
+                ctx.advance(text)
             texts.append(text)
             at += len(text)
         return made("".join(texts), tuple(slots), nonce)
@@ -199,7 +206,6 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
             "stylesheet tags take the request's nonce when it is written out.",
             "__add__": __add__,
             "__radd__": __radd__,
-            "encode": encode,
             "made": staticmethod(made),
             "marked": staticmethod(marked),
         },
@@ -207,6 +213,51 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
     cls.__qualname__ = "NoncedMarkup"
     _CARRIERS[cls] = markup
     return cls, join
+
+
+# Whether markup added before carrier markup (``lit + partial()``) ends in text: its
+# slots are kept only there.  Parsed by the context engine, imported on first need (a
+# process without CSP never loads it); the answers for the short literals that ``+``
+# usually sees are kept.
+_IN_TEXT: dict[str, bool] = {}
+_MAX_IN_TEXT = 1024
+
+
+def _ends_in_text(text: str) -> bool:
+    known = _IN_TEXT.get(text)
+    if known is None:
+        follow = _Follow()
+        follow.advance(text)
+        known = follow.in_text()
+        if len(_IN_TEXT) >= _MAX_IN_TEXT:
+            _IN_TEXT.clear()
+        _IN_TEXT[text] = known
+    return known
+
+
+class _Follow:
+    """The context after the markup so far (None once it cannot be followed)."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self) -> None:
+        from ptl_wsgi.escaping.context import TEXT
+
+        self.ctx: Any = TEXT
+
+    def advance(self, text: str) -> None:
+        from ptl_wsgi.escaping.context import ContextError, advance
+
+        if self.ctx is not None and text:
+            try:
+                self.ctx = advance(self.ctx, text)
+            except ContextError:
+                self.ctx = None
+
+    def in_text(self) -> bool:
+        from ptl_wsgi.escaping.context import ends_in_text
+
+        return self.ctx is not None and ends_in_text(self.ctx)
 
 
 def slots_of(value: Any) -> tuple[int, ...]:

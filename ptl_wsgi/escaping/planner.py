@@ -18,7 +18,7 @@ from ptl_wsgi.escaping.context import (
     escaper_for,
 )
 from ptl_wsgi.escaping.escapers import format_value
-from ptl_wsgi.escaping.nonce import inserted, mark
+from ptl_wsgi.escaping.nonce import carries, inserted, mark, slots_of
 from ptl_wsgi.escaping.rules import is_items, is_template
 
 TYPE_CHECKING = False
@@ -118,8 +118,14 @@ def needs_context(template: Any) -> bool:
     nested Template (planned on its own) or items to join (which may hold Templates)."""
     for interpolation in template.interpolations:
         value = interpolation.value
-        if is_template(value) or (
-            is_items(value) and interpolation.conversion is None and not interpolation.format_spec
+        if (
+            is_template(value)
+            or carries(value)
+            or (
+                is_items(value)
+                and interpolation.conversion is None
+                and not interpolation.format_spec
+            )
         ):
             return True
     return False
@@ -179,7 +185,11 @@ def contextual_format(
         conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
         spec = interpolation.format_spec
         if name is None:
-            # Text-like: what the same field of an f-string in an [html] template outputs.
+            # Text-like: what the same field of an f-string in an [html] template outputs;
+            # markup that carries nonce slots keeps them (marked) where it lands in text.
+            if marks and conversion == -1 and not spec and planned.in_text[index]:
+                out.append(_marked_text(value, format_field))
+                continue
             out.append(str(format_field(value, conversion, spec)))
             continue
         if conversion != -1 or spec:
@@ -204,7 +214,15 @@ def _join_items(
             continue
         if is_template(item):
             item = _Nested(contextual_format(item, escapers, format_field, marks=marks))
-        out.append(str(format_field(item, -1, "")))
+        out.append(_marked_text(item, format_field) if marks else str(format_field(item, -1, "")))
+
+
+def _marked_text(value: Any, format_field: Callable[..., Any]) -> str:
+    """*value*'s markup text in text, its nonce slots (if it carries any) marked."""
+    slots = slots_of(value)
+    if slots and mark():
+        return inserted(str.__str__(value), slots, mark())
+    return str(format_field(value, -1, ""))
 
 
 def with_marks(strings: tuple[str, ...], nonces: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:

@@ -380,6 +380,8 @@ def test_generated_code_shape() -> None:
         "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field, "
         "field_output as _ptl_field_output, percent_output as _ptl_percent_output, "
+        "outside_text as _ptl_outside_text, field_outside_text as _ptl_field_outside, "
+        "percent_outside_text as _ptl_percent_outside, "
         "loop_output as _ptl_loop_output, first_of as _ptl_first_of"
     )
     assert ast.unparse(body[3]) == (

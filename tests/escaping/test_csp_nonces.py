@@ -625,11 +625,6 @@ def test_a_templates_result_outside_a_tstrings_text_takes_no_nonce(
     assert out.count(NONCE) == 1 and f'<style nonce="{NONCE}">' in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a template's result in a t-string's text loses its nonce slots "
-    "(planner.contextual_format formats the value with str): its script is refused",
-)
 def test_a_templates_result_in_a_tstrings_text_keeps_its_nonce() -> None:
     from ptl_helpers import compiled
 
