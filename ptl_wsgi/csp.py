@@ -8,8 +8,8 @@ the response's header, made by :func:`content_security_policy`, names it.
   :func:`content_security_policy` are the public API (also importable from
   ``ptl_wsgi.safety``, their former home, until 0.3);
 * :func:`written` is a page as it is sent: a template's markup carries where the
-  nonce goes, and only this (which the integrations call) writes it in
-  (:mod:`ptl_wsgi.escaping.nonce`);
+  nonce goes, and only this (which the integrations call) and the markup's
+  ``encode()`` write it in (:mod:`ptl_wsgi.escaping.nonce`);
 * :class:`RequestNonce` is one request's state, as :class:`ptl_wsgi.wsgi.CSP`,
   the Flask extension and Django's ``CSPMiddleware`` keep it;
   :func:`in_nonce_scope` (:func:`in_nonce_scope_async`) runs a response body

@@ -155,6 +155,11 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
             return made(text, ())  # added into a tag, an attribute, RCDATA: no slots there
         return made(text, shifted(slots_of(self), before), self.__dict__.get("nonce"))
 
+    def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        # Bytes are the page as sent: every framework's response encodes a str body
+        # (Django's make_bytes, werkzeug's, Starlette's), as a WSGI app does.
+        return str.encode(written(self), encoding, errors)
+
     def join(parts: Iterable[Any], separator: str | None = None) -> Any:
         # html_join's (None skipped; a compiled template's output, whose values outside
         # text the compiler made plain) or, with a markup separator, htmltext.join's,
@@ -206,6 +211,7 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
             "stylesheet tags take the request's nonce when it is written out.",
             "__add__": __add__,
             "__radd__": __radd__,
+            "encode": encode,
             "made": staticmethod(made),
             "marked": staticmethod(marked),
         },
