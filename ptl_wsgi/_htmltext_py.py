@@ -666,10 +666,11 @@ def format_mod(fmt: str, arg: Any, /) -> str:
     exceptions and messages, raised in the same order, before the ValueError
     of a format that does not end in text or puts a value where none may go.
     """
-    return _format_mod(fmt, arg, True)
+    formatted: str = _format_mod(fmt, arg, True)
+    return formatted
 
 
-def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
+def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> Any:
     """``fmt % arg`` with every conversion HTML-escaped, wherever it lands.
 
     For formats the compiler planned (their values are escaped already for
@@ -682,11 +683,12 @@ def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
     """
     if nonces and _nonce_used[0] and _nonce.get() is not None:
         if len(nonces) == len(_split_format(fmt)[0]) + 1:
-            return _format_mod(fmt, arg, False, nonces)  # type: ignore[return-value]
+            return _format_mod(fmt, arg, False, nonces)
     return _format_mod(fmt, arg, False)
 
 
-def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = None) -> str:
+def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = None) -> Any:
+    # str, or with *nonces* (text, slots): see format_mod_html().
     cut = _split_format(fmt)
     units, tail, simple, plan = cut
     if not contextual:

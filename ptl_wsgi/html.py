@@ -414,7 +414,7 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
-    nonced = _active.nonced
+    nonced = implementation(IMPLEMENTATION).nonced
 
     def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
         formatted = mod(str(fmt), arg, nonces)

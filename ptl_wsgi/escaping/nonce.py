@@ -121,7 +121,7 @@ def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:
 _CARRIERS: dict[type, type] = {}
 
 
-def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callable[..., Any]]:
+def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callable[..., Any]]:
     """The class of *markup* (a twin's htmltext) that carries nonce slots, and the join
     that keeps them: ``(cls, join)``.  ``ptl_wsgi.html`` registers both with the twin,
     whose ``html_join`` hands this join a part list holding such markup, and whose
@@ -133,9 +133,9 @@ def carrier(markup: type, markup_of: Callable[[Any], str]) -> tuple[type, Callab
         # placed: the compiler found the slots from where a "+" chain puts the text.
         if not slots:
             return str.__new__(markup, text)
-        made = str.__new__(cls, text)
-        made.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed)
-        return made
+        carried: Any = str.__new__(cls, text)
+        carried.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed)
+        return carried
 
     def __add__(self: Any, other: Any, /) -> Any:
         joined = markup.__add__(self, other)

@@ -2,11 +2,11 @@
 
 A template's result in a nonce scope is markup whose text is its literals' own; the
 request's nonce goes in only when the page is written out (``csp.written``, the output
-policy and the adapters, and ``encode()``).  Before this, the nonce was in the text from the moment a literal
-was output or a format ran, so whatever code did next with that text could put a value into
-a nonced script.  Each hostile test here names the review finding it reproduces; each
-failed before the carrier (the nonce was in the text).  Chromium runs A and D under a real
-strict header in ``tests/browser/test_csp_browser.py``.
+policy and the adapters, and ``encode()``).  Before this, the nonce was in the text from
+the moment a literal was output or a format ran, so whatever code did next with that text
+could put a value into a nonced script.  Each hostile test here names the review finding
+it reproduces; each failed before the carrier (the nonce was in the text).  Chromium runs
+A and D under a real strict header in ``tests/browser/test_csp_browser.py``.
 """
 
 from __future__ import annotations

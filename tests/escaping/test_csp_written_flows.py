@@ -388,6 +388,7 @@ def noscript [html] (v):
     "<noscript>%s</noscript>" % ext()
 """
 
+
 def test_another_templates_result_in_text_takes_the_nonce() -> None:
     with nonce_scope(NONCE):
         out = str(written(compiled(LANDS, "csp_review_lands").text()))
@@ -458,6 +459,7 @@ def right_result [html] (v):
 def called_with_result [html] (v):
     v.seen(ext())
 """
+
 
 @pytest.mark.parametrize("read", ["str", "format"])
 @pytest.mark.parametrize(
