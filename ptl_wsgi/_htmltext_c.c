@@ -2488,8 +2488,11 @@ html_join_parts(State *st, PyObject *parts)
     return new_text_steal(st, st->text_type, pieces_concat(&pieces));
 }
 
+/* html_join() and template_join(): the carrier's join (escaping.nonce) follows the
+   context through the parts before markup carrying nonce slots, but for a compiled
+   template's output (follow 0), whose values outside text the compiler made plain. */
 static PyObject *
-mod_html_join(PyObject *module, PyObject *parts)
+join_parts(PyObject *module, PyObject *parts, int follow)
 {
     State *st = module_state(module);
     int nonced;
@@ -2497,10 +2500,23 @@ mod_html_join(PyObject *module, PyObject *parts)
     if (seq == NULL) {
         return NULL;
     }
-    PyObject *joined = nonced ? PyObject_CallOneArg(st->nonced_join, seq)
+    PyObject *joined = nonced ? PyObject_CallFunctionObjArgs(st->nonced_join, seq, Py_None,
+                                                             follow ? Py_True : Py_False, NULL)
                               : html_join_parts(st, seq);
     Py_DECREF(seq);
     return joined;
+}
+
+static PyObject *
+mod_html_join(PyObject *module, PyObject *parts)
+{
+    return join_parts(module, parts, 1);
+}
+
+static PyObject *
+mod_template_join(PyObject *module, PyObject *parts)
+{
+    return join_parts(module, parts, 0);
 }
 
 static PyObject *
@@ -3080,17 +3096,17 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
 }
 
 #ifdef HAVE_TEMPLATES
-/* Whether value (a t-string's value) is or holds, in a list, a tuple or a nested
-   t-string, markup that carries nonce slots: 1, 0, or -1 on an error.  Generators
-   are not looked into (that would consume them): their markup keeps no slots. */
+/* Whether value (a t-string's value) is or may hold, in a list, a tuple or a nested
+   t-string, markup that carries nonce slots (escaping.nonce.holds_nonced): 1, 0, or
+   -1 on an error. */
 static int
 holds_nonced(State *st, PyObject *value, int depth)
 {
     if (st->nonced_type == NULL || depth > 32) {
         return 0;
     }
-    if (is_nonced(st, value)) {
-        return 1;
+    if (is_nonced(st, value) || PyGen_CheckExact(value)) {
+        return 1; /* (a generator may: it cannot be looked into without consuming it) */
     }
     int found = 0;
     if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
@@ -3210,6 +3226,8 @@ static PyMethodDef module_methods[] = {
      PyDoc_STR("Return value as a plain str (str(), without escaping).")},
     {"htmlescape", mod_htmlescape, METH_O,
      PyDoc_STR("Return value as htmltext: escaped, unless it has __html__.")},
+    {"template_join", mod_template_join, METH_O,
+     PyDoc_STR("html_join() of a compiled template's output (see the Python twin).")},
     {"html_join", mod_html_join, METH_O,
      PyDoc_STR("Join template output as htmltext, escaping untrusted parts, skipping None.")},
     {"plain_join", mod_plain_join, METH_O,

@@ -21,6 +21,7 @@ import sys
 from ptl_wsgi.escaping import formatting as _markup_format
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
+from ptl_wsgi.escaping.nonce import holds_nonced as _holds_nonced
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -163,7 +164,7 @@ def contextual_htmlformat(template: Any, /) -> Any:
     if not _contextual:
         raise RuntimeError("contextual_htmlformat(): set_htmlformat() first")
     text_only, fallback, _ = _contextual
-    if _is_template(template) and text_only.get(template.strings) is True:
+    if _formats_itself(template, text_only):
         out: list[str] = []
         _contextual_markup(template, text_only, fallback, out)
         return _new_str(_htmltext, "".join(out))
@@ -177,11 +178,20 @@ def contextual_fstring(template: Any, /) -> Any:
     if not _contextual or _contextual[2] is None:
         raise RuntimeError("contextual_fstring(): set_htmlformat() with its third argument first")
     text_only, fallback, fstring_fallback = _contextual
-    if _is_template(template) and text_only.get(template.strings) is True:
+    if _formats_itself(template, text_only):
         out: list[str] = []
         _contextual_markup(template, text_only, fallback, out, join=False)
         return _new_str(_htmltext, "".join(out))
     return fstring_fallback(template)
+
+
+def _formats_itself(template: Any, text_only: Any) -> bool:
+    """Whether this twin formats *template* itself: its strings are marked text-only
+    and (once a nonce scope was entered) no value holds markup carrying nonce slots,
+    which the engine's formatting keeps (as the C twin decides)."""
+    if not _is_template(template) or text_only.get(template.strings) is not True:
+        return False
+    return not (_nonce_used[0] and _holds_nonced(template, _is_template))
 
 
 def _contextual_markup(
@@ -261,13 +271,26 @@ def htmlescape(value: Any, /) -> Any:
 
 
 def html_join(parts: Iterable[Any], /) -> Any:
-    """Join template output as htmltext, escaping untrusted parts, skipping None."""
+    """Join template output as htmltext, escaping untrusted parts, skipping None.
+
+    Markup carrying CSP nonce slots keeps them where the context, followed through the
+    parts before it, is text (``escaping.nonce``)."""
+    return _join(parts, True)
+
+
+def template_join(parts: Iterable[Any], /) -> Any:
+    """:func:`html_join` of a compiled template's output: its values outside text the
+    compiler made plain, so markup carrying nonce slots keeps them with no following."""
+    return _join(parts, False)
+
+
+def _join(parts: Iterable[Any], follow: bool) -> Any:
     if _nonced is not None:
         if type(parts) is not list and type(parts) is not tuple:
             parts = list(parts)
         for part in parts:
             if type(part) is _nonced:
-                return _nonced_join(parts)
+                return _nonced_join(parts, None, follow)
     return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
 
 

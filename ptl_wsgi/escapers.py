@@ -84,7 +84,7 @@ nonce = _nonce.get
 # calling :func:`nonced` (with CSP off a literal that could take a nonce costs a lookup).
 
 
-_made_nonced = implementation(IMPLEMENTATION).nonced.made
+_made_nonced = implementation(IMPLEMENTATION).nonced.literal
 #: An f-string's markup with the nonce marks (``nonce_mark``) taken out into slots.
 nonce_marked = implementation(IMPLEMENTATION).nonced.marked
 
@@ -95,7 +95,7 @@ def nonced(literal: htmltext, slots: tuple[int, ...], placed: bool = False) -> h
     scope, *literal* itself.  *placed*: found from where a ``+`` chain puts it."""
     if _nonce.get() is None:
         return literal
-    made: htmltext = _made_nonced(str.__str__(literal), slots, None, placed)
+    made: htmltext = _made_nonced(str.__str__(literal), slots, placed)
     return made
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "stringify",
     "TemplateIO",
     "html_join",
+    "template_join",
     "plain_join",
     "format_field",
     "field_output",
@@ -68,8 +69,11 @@ def _escape_kwargs(markup_of: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return dict(zip(kwargs, _escape_args(markup_of, kwargs.values()), strict=True))
 
 
-def _template_io(markup_of: Any, stringify: Any, cls: type, twin_name: str) -> type:
+def _template_io(
+    markup_of: Any, stringify: Any, cls: type, twin_name: str, join: Any, nonced: type
+) -> type:
     """TemplateIO over one twin's functions (no benchmark reaches it: no C of its own)."""
+    carriers = (nonced,)
 
     class TemplateIO:
         """Accumulates output; with ``html=True`` it escapes what it is given.
@@ -85,15 +89,25 @@ def _template_io(markup_of: Any, stringify: Any, cls: type, twin_name: str) -> t
             self._parts: list[str] = []
 
         def __iadd__(self, value: Any, /) -> TemplateIO:
-            if value is not None:
-                self._parts.append(markup_of(value) if self.html else stringify(value))
+            self(value)
             return self
 
         def __call__(self, value: Any) -> None:
             if value is not None:
-                self._parts.append(markup_of(value) if self.html else stringify(value))
+                if not self.html:
+                    self._parts.append(stringify(value))
+                elif type(value) in carriers:  # (markup carrying nonce slots: kept)
+                    self._parts.append(value)
+                else:
+                    self._parts.append(markup_of(value))
 
         def getvalue(self) -> Any:
+            if self.html and any(type(part) in carriers for part in self._parts):
+                # Joined as html_join joins markup: slots kept where their markup lands
+                # in text.
+                return join(
+                    [p if type(p) in carriers else str.__new__(cls, p) for p in self._parts]
+                )
             text = "".join(self._parts)
             return str.__new__(cls, text) if self.html else text
 
@@ -211,8 +225,11 @@ def _build(twin: ModuleType) -> SimpleNamespace:
         htmlescape=twin.htmlescape,
         htmlformat=twin.htmlformat,
         stringify=twin.stringify,
-        TemplateIO=_template_io(twin.markup_of, twin.stringify, cls, twin_name),
+        TemplateIO=_template_io(
+            twin.markup_of, twin.stringify, cls, twin_name, twin.html_join, nonced
+        ),
         html_join=twin.html_join,
+        template_join=twin.template_join,
         plain_join=twin.plain_join,
         format_field=twin.format_field,
         field_output=twin.field_output,
@@ -316,7 +333,10 @@ def _htmlformat_in_context(template: Any, /, join_items: bool = True) -> Any:
     if not _in_nonce_scope():
         return htmltext(contextual_format(template, escapers, format_field, join_items))
     # The nonce slots of its literals (nested ones in text too), carried by its markup.
-    return _marked(contextual_format(template, escapers, format_field, join_items, marks=True))
+    # (a t-string ends in text: the engine refuses one that does not)
+    return _marked(
+        contextual_format(template, escapers, format_field, join_items, marks=True), True
+    )
 
 
 def _fstring_in_context(template: Any, /) -> Any:
@@ -358,6 +378,7 @@ html_fstring = _active.module.contextual_fstring
 stringify = _active.stringify
 TemplateIO = _active.TemplateIO
 html_join = _active.html_join
+template_join = _active.template_join
 plain_join = _active.plain_join
 format_field = _active.format_field
 field_output = _active.field_output

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+from types import GeneratorType
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
@@ -43,6 +44,7 @@ __all__ = [
     "carries",
     "check",
     "enter",
+    "holds_nonced",
     "inserted",
     "mark",
     "written",
@@ -124,25 +126,44 @@ _CARRIERS: dict[type, type] = {}
 def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callable[..., Any]]:
     """The class of *markup* (a twin's htmltext) that carries nonce slots, and the join
     that keeps them: ``(cls, join)``.  ``ptl_wsgi.html`` registers both with the twin,
-    whose ``html_join`` hands this join a part list holding such markup, and whose
-    output functions pass such markup on as it is."""
+    whose joins hand this join a part list holding such markup, and whose output
+    functions pass such markup on as it is in text.
+
+    Besides its slots, such markup knows whether its text ends in text (*tail*): what
+    is added after it keeps its own slots only then.  A compiled template's output
+    does (the compiler makes every template end in text); anything else is followed
+    by the context engine, a bounded length of it at run time (:class:`_Follow`)."""
 
     def made(
-        text: str, slots: tuple[int, ...], nonce: str | None = None, placed: bool = False
+        text: str,
+        slots: tuple[int, ...],
+        nonce: str | None = None,
+        placed: bool = False,
+        tail: bool | None = None,
     ) -> Any:
-        # placed: the compiler found the slots from where a "+" chain puts the text.
+        # placed: the compiler found the slots from where a "+" chain puts the text;
+        # tail: it ends in text (None: follow it to know).
         if not slots:
             return str.__new__(markup, text)
+        if tail is None:
+            tail = _ends_in_text(text)
         carried: Any = str.__new__(cls, text)
-        carried.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed)
+        carried.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed, tail=tail)
         return carried
 
     def __add__(self: Any, other: Any, /) -> Any:
         joined = markup.__add__(self, other)
         if joined is NotImplemented:
             return joined
-        slots = slots_of(self) + shifted(slots_of(other), len(self))
-        return made(str.__str__(joined), slots, self.__dict__.get("nonce"))
+        own = self.__dict__
+        slots, tail = own.get("slots", ()), False
+        if own.get("tail"):
+            if type(other) is cls:
+                slots += shifted(slots_of(other), len(self))
+                tail = bool(other.__dict__.get("tail"))
+            else:
+                tail = _ends_in_text(str.__str__(joined)[len(self) :])
+        return made(str.__str__(joined), slots, own.get("nonce"), False, tail)
 
     def __radd__(self: Any, other: Any, /) -> Any:
         # other is not carrier markup (its own __add__ came first): text or markup.
@@ -151,24 +172,31 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
             return joined
         text = str.__str__(joined)
         before = len(text) - len(self)
-        if not self.__dict__.get("placed") and not _ends_in_text(text[:before]):
+        own = self.__dict__
+        if not own.get("placed") and not _ends_in_text(text[:before]):
             return made(text, ())  # added into a tag, an attribute, RCDATA: no slots there
-        return made(text, shifted(slots_of(self), before), self.__dict__.get("nonce"))
+        return made(text, shifted(slots_of(self), before), own.get("nonce"), False, own.get("tail"))
 
     def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
         # Bytes are the page as sent: every framework's response encodes a str body
         # (Django's make_bytes, werkzeug's, Starlette's), as a WSGI app does.
         return str.encode(written(self), encoding, errors)
 
-    def join(parts: Iterable[Any], separator: str | None = None) -> Any:
-        # html_join's (None skipped; a compiled template's output, whose values outside
-        # text the compiler made plain) or, with a markup separator, htmltext.join's,
-        # which follows the context to keep slots only where markup lands in text.
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
+        # Pickled (a cache of rendered fragments) as the plain markup: the slots and the
+        # nonce are the request's, which the process that loads it does not serve.
+        return markup.__reduce_ex__(str.__new__(markup, self), protocol)
+
+    def join(parts: Iterable[Any], separator: str | None = None, follow: bool = True) -> Any:
+        # A compiled template's join (not *follow*: its values outside text the compiler
+        # made plain, and its output ends in text), html_join's and, with a markup
+        # separator, htmltext.join's, which follow the context: markup keeps its slots
+        # only where it lands in text.  None is skipped without a separator.
         texts: list[str] = []
         slots: list[int] = []
         nonce = None
         between = "" if separator is None else str.__str__(separator)
-        ctx = _Follow() if separator is not None else None
+        ctx = _Follow() if follow else None
         at = 0
         for part in parts:
             if part is None and separator is None:
@@ -183,15 +211,18 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
                 if ctx is None or ctx.in_text():
                     slots.extend(at + slot for slot in slots_of(part))
                     nonce = nonce or part.__dict__.get("nonce")
+                if ctx is not None:
+                    ctx.after(text, bool(part.__dict__.get("tail")))
             else:
                 text = markup_of(part)
-            if ctx is not None:
-                ctx.advance(text)
+                if ctx is not None:
+                    ctx.advance(text)
             texts.append(text)
             at += len(text)
-        return made("".join(texts), tuple(slots), nonce)
+        tail = ctx is None or ctx.in_text()
+        return made("".join(texts), tuple(slots), nonce, False, tail)
 
-    def marked(text: str) -> Any:
+    def marked(text: str, tail: bool | None = None) -> Any:
         if MARK not in text:
             return str.__new__(markup, text)
         pieces = text.split(MARK)
@@ -200,7 +231,13 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
         for piece in pieces[:-1]:
             at += len(piece)
             slots.append(at)
-        return made("".join(pieces), tuple(slots) if CURRENT.get() is not None else ())
+        kept = tuple(slots) if CURRENT.get() is not None else ()
+        return made("".join(pieces), kept, None, False, tail)
+
+    def literal(text: str, slots: tuple[int, ...], placed: bool) -> Any:
+        # A compiled template's literal (escapers.nonced): it ends in text if it does
+        # from text; one placed in a "+" chain is not followed.
+        return made(text, slots, None, placed, not placed and _ends_in_text(text))
 
     cls = type(
         "NoncedMarkup",
@@ -212,8 +249,10 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
             "__add__": __add__,
             "__radd__": __radd__,
             "encode": encode,
+            "__reduce_ex__": __reduce_ex__,
             "made": staticmethod(made),
             "marked": staticmethod(marked),
+            "literal": staticmethod(literal),
         },
     )
     cls.__qualname__ = "NoncedMarkup"
@@ -221,12 +260,15 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
     return cls, join
 
 
-# Whether markup added before carrier markup (``lit + partial()``) ends in text: its
-# slots are kept only there.  Parsed by the context engine, imported on first need (a
-# process without CSP never loads it); the answers for the short literals that ``+``
-# usually sees are kept.
+# Markup before carrier markup (``lit + partial()``, a join's parts) is followed by the
+# context engine, imported on first need (a process without CSP never loads it).  It
+# parses in Python: at run time no more than _FOLLOW_LIMIT characters are followed (a
+# longer text is not, so the markup after it keeps no slots: fails closed), and the
+# answers for the short literals that ``+`` usually sees are kept.
+_FOLLOW_LIMIT = 4096
 _IN_TEXT: dict[str, bool] = {}
 _MAX_IN_TEXT = 1024
+_MAX_KEPT = 256
 
 
 def _ends_in_text(text: str) -> bool:
@@ -235,35 +277,70 @@ def _ends_in_text(text: str) -> bool:
         follow = _Follow()
         follow.advance(text)
         known = follow.in_text()
-        if len(_IN_TEXT) >= _MAX_IN_TEXT:
-            _IN_TEXT.clear()
-        _IN_TEXT[text] = known
+        if len(text) <= _MAX_KEPT:
+            if len(_IN_TEXT) >= _MAX_IN_TEXT:
+                _IN_TEXT.clear()
+            _IN_TEXT[text] = known
     return known
 
 
 class _Follow:
     """The context after the markup so far (None once it cannot be followed)."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("ctx", "left")
 
     def __init__(self) -> None:
         from ptl_wsgi.escaping.context import TEXT
 
         self.ctx: Any = TEXT
+        self.left = _FOLLOW_LIMIT
 
     def advance(self, text: str) -> None:
         from ptl_wsgi.escaping.context import ContextError, advance
 
-        if self.ctx is not None and text:
-            try:
-                self.ctx = advance(self.ctx, text)
-            except ContextError:
-                self.ctx = None
+        if self.ctx is None or not text:
+            return
+        self.left -= len(text)
+        if self.left < 0:
+            self.ctx = None
+            return
+        try:
+            self.ctx = advance(self.ctx, text)
+        except ContextError:
+            self.ctx = None
+
+    def after(self, text: str, tail: bool) -> None:
+        """Past carrier markup *text*, which ends in text if *tail* (not parsed then)."""
+        if self.in_text() and tail:
+            from ptl_wsgi.escaping.context import TEXT
+
+            self.ctx = TEXT
+        else:
+            self.advance(text)
 
     def in_text(self) -> bool:
         from ptl_wsgi.escaping.context import ends_in_text
 
         return self.ctx is not None and ends_in_text(self.ctx)
+
+
+def holds_nonced(value: Any, is_template: Callable[[Any], bool], depth: int = 0) -> bool:
+    """Whether a t-string's *value* is or may hold, in a list, a tuple or a nested
+    t-string, markup that carries nonce slots: the twins' own t-string formatting then
+    leaves it to the engine, which keeps the slots of what lands in text.  A generator
+    may (it cannot be looked into without consuming it)."""
+    if depth > 32:
+        return False
+    if type(value) in _CARRIERS or isinstance(value, GeneratorType):
+        return True
+    if type(value) is list or type(value) is tuple:
+        return any(holds_nonced(item, is_template, depth + 1) for item in value)
+    if not is_template(value):
+        return False
+    return any(
+        holds_nonced(interpolation.value, is_template, depth + 1)
+        for interpolation in value.interpolations
+    )
 
 
 def slots_of(value: Any) -> tuple[int, ...]:
