@@ -337,3 +337,178 @@ def test_both_twins_carry_and_write_alike(tmp_path: Any) -> None:
     for name in ("replaced", "in_url", "runtime"):
         assert 'nonce="N"' not in python[name][1], name
     assert json.dumps(python).count("\ue000") == 0
+
+
+# -- the third review's findings -----------------------------------------------------------
+
+THIRD = textwrap.dedent(
+    """\
+    from ptl_wsgi.html import TemplateIO, htmltext, html_join
+
+    def app_js [html] ():
+        '<script src="/app.js"></script>'
+
+    def head [html] ():
+        '<script src="/head.js"></script>'
+
+    def added_after_a_partial [html] (v):
+        head() + "<img src='" + v + app_js() + "'>"
+
+    def public_join [html] (v):
+        html_join([htmltext("<img src='"), v, app_js(), htmltext("'>")])
+
+    def public_join_in_text [html] ():
+        html_join([htmltext("<p>"), app_js(), htmltext("</p>")])
+
+    def accumulated [html] ():
+        out = TemplateIO(html=True)
+        out += "<b>"
+        out += app_js()
+        out += head()
+        out.getvalue()
+
+    def accumulated_in_url [html] ():
+        out = TemplateIO(html=True)
+        out += htmltext("<img src='")
+        out += app_js()
+        out += htmltext("'>")
+        out.getvalue()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def third() -> Any:
+    return compiled(THIRD, "csp_carrier_third")
+
+
+def test_a_partial_added_after_markup_that_leaves_text_takes_no_nonce(third: Any) -> None:
+    """Third review, finding 1: the left side already carried slots; what it ends in
+    decides whether the right side keeps its own."""
+    with nonce_scope(NONCE):
+        out = sent(third.added_after_a_partial("https://evil.example/?"))
+    assert nonces(out)[0] == ("script", NONCE)  # head()'s own script, in text
+    assert out.count(NONCE) == 1, out
+
+
+def test_the_public_html_join_follows_the_context(third: Any) -> None:
+    """Third review, finding 3: ``html_join`` called by application code keeps slots
+    only where the markup lands in text (compiled templates call ``template_join``)."""
+    with nonce_scope(NONCE):
+        leaked = sent(third.public_join("https://evil.example/?"))
+        kept = sent(third.public_join_in_text())
+    assert NONCE not in leaked
+    assert nonces(kept) == [("p", None), ("script", NONCE)]
+
+
+def test_template_io_keeps_the_slots_of_markup_in_text(third: Any) -> None:
+    """Third review, finding 6: the Quixote accumulator."""
+    with nonce_scope(NONCE):
+        kept = sent(third.accumulated())
+        leaked = sent(third.accumulated_in_url())
+    assert kept.startswith("<b><script") and kept.count(NONCE) == 2
+    assert NONCE not in leaked
+
+
+def test_markup_before_a_partial_is_followed_only_so_far(templates: Any) -> None:
+    """Third review, finding 2: the run-time follow parses at most a few kilobytes (the
+    engine is Python; a page added before a partial would cost seconds): beyond, the
+    partial keeps no slots (fails closed), and long texts are not cached."""
+    from ptl_wsgi.escaping import nonce
+
+    listing = htmltext("<li>an item</li>" * 2000)
+    with nonce_scope(NONCE):
+        short = sent(htmltext("<li>an item</li>") + templates.app_js())
+        long = sent(listing + templates.app_js())
+        joined = sent(htmltext("").join([listing, templates.app_js()]))
+    assert short.count(NONCE) == 1
+    assert NONCE not in long and NONCE not in joined
+    assert all(len(key) <= nonce._MAX_KEPT for key in nonce._IN_TEXT)
+
+
+def test_carrier_markup_pickles_as_plain_markup(templates: Any) -> None:
+    """Third review, finding 7: a cache of rendered fragments (Django's pickles them)."""
+    import pickle
+
+    with nonce_scope(NONCE):
+        fragment = templates.app_js()
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        loaded = pickle.loads(pickle.dumps(fragment, protocol))
+        assert type(loaded) is htmltext and loaded == fragment
+        assert not carries(loaded)
+
+
+UNBALANCED = textwrap.dedent(
+    """\
+    from ptl_wsgi.i18n import gettext as _
+
+    def welcome [html] ():
+        _("Welcome <b>back</b>")
+        '<script src="/app.js"></script>'
+
+    def chained [html] ():
+        '<textarea>' + _('Your <b>note</b>') + '</textarea><script src="/a.js"></script>'
+    """
+)
+
+
+class Opening(gettext.NullTranslations):
+    """A catalog whose translations leave a URL open (to read what follows)."""
+
+    def gettext(self, message: str) -> str:
+        return {
+            "Welcome <b>back</b>": "Bienvenue <b>encore</b><img src='https://evil.example/?",
+            "Your <b>note</b>": "</textarea><img src='https://evil.example/?",
+        }.get(message, message)
+
+
+@pytest.mark.parametrize("name", ["welcome", "chained"])
+def test_a_translation_that_leaves_text_is_shown_as_text(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Third review, finding 8: the catalog is not the template's author; its markup
+    must end in text, or the next literal's nonce would go to the URL it opened."""
+    monkeypatch.setattr(i18n, "backend", Opening)
+    module = compiled(UNBALANCED, "csp_unbalanced")
+    with nonce_scope(NONCE):
+        out = sent(getattr(module, name)())
+    assert "&lt;img src=&#x27;https://evil.example/?" in out
+    assert [tag for tag, nonce in nonces(out) if nonce == NONCE] == ["script"]
+
+
+TSTRING_TWINS = """
+import json, sys
+sys.path[:0] = sys.argv[1:3]
+from ptl_helpers import compiled
+from test_csp_nonces import Template, _Interpolation
+from ptl_wsgi.csp import nonce_scope, written
+from ptl_wsgi.html import IMPLEMENTATION, htmlformat
+module = compiled("def a [html] ():\\n    '<script src=\\"/a.js\\"></script>'\\n", "tw")
+out = {"twin": IMPLEMENTATION}
+with nonce_scope("N"):
+    for name, value in [
+        ("alone", lambda: module.a()),
+        ("listed", lambda: [module.a(), "<i>"]),
+        ("nested", lambda: Template("<b>", _Interpolation(module.a()), "</b>")),
+        ("generated", lambda: (x for x in [module.a()])),
+    ]:
+        page = ("<section>", "</section>")
+        out[name] = [
+            str(written(htmlformat(Template(page[0], _Interpolation(value()), page[1]))))
+            for _ in range(3)
+        ]
+print(json.dumps(out))
+"""
+
+
+def test_a_tstring_holding_a_partial_keeps_its_nonce_every_time_in_both_twins() -> None:
+    """Third review, finding 5: once its strings were cached as text-only, the Python
+    twin formatted such a t-string itself and dropped the partial's slots."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    support = str(here.parent / "support")
+    python, c = json_of_both_twins("-c", TSTRING_TWINS, support, str(here))
+    assert python == c
+    for name, renders in python.items():
+        assert all(render.count('nonce="N"') == 1 for render in renders), (name, renders)
