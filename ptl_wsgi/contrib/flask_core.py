@@ -44,7 +44,13 @@ from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce, content_security_policy, in_nonce_scope
+from ptl_wsgi.csp import (
+    CSP_NONCE_KEY,
+    RequestNonce,
+    content_security_policy,
+    in_nonce_scope,
+    written,
+)
 from ptl_wsgi.csp import HEADER as CSP_HEADER
 from ptl_wsgi.forms.adapters import register as register_forms_adapter
 from ptl_wsgi.headers import HeaderError, as_header_error
@@ -481,7 +487,17 @@ class _PTLModule:
                     f"import {path!r}, the file, not {template.name!r}, one of its templates"
                 )
             module = get_loader(template._app).module(path)
-        return getattr(module, attribute)
+        found = getattr(module, attribute)
+        if not callable(found):
+            return found
+
+        @functools.wraps(found)
+        def written_out(*args: Any, **kwargs: Any) -> Any:
+            # Jinja2 (or the view) writes the result into its page as it is: the request's
+            # nonce goes into the tags its literals wrote (csp.written), here.
+            return written(found(*args, **kwargs))
+
+        return written_out
 
 
 def from_string(app: App, source: str) -> PTLTemplate:

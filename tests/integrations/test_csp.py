@@ -437,3 +437,34 @@ def test_browser_runs_the_nonced_script_only(templates: Path) -> None:
         hits = browser.visit_response(base + "/control", body)
         assert browser.evaluate("window.ran") == 2
         assert len(hits) >= 3, hits
+
+
+# -- a .ptl file's functions called from Jinja2 or a view (third CSP review, finding 6) -----
+
+
+def test_flask_ptl_functions_imported_by_jinja_or_called_by_a_view_keep_the_nonce(
+    tmp_path: Path,
+) -> None:
+    from flask import get_template_attribute
+
+    (tmp_path / "parts.ptl").write_text(
+        "def app_js [html] ():\n    '<script src=\"/a.js\"></script>'\n"
+    )
+    app = Flask(__name__, template_folder=str(tmp_path))
+    app.config.update(TESTING=True, PTL_CSP=True)
+    PTL(app)
+
+    @app.get("/jinja")
+    def jinja() -> Any:
+        return render_template_string('{% import "parts.ptl" as p %}<p>{{ p.app_js() }}</p>')
+
+    @app.get("/attribute")
+    def attribute() -> Any:
+        return get_template_attribute("parts.ptl", "app_js")()
+
+    client = app.test_client()
+    for url in ("/jinja", "/attribute"):
+        response = client.get(url)
+        nonce = HEADER_NONCE.search(response.headers["Content-Security-Policy"])
+        assert nonce is not None
+        assert f'<script src="/a.js" nonce="{nonce.group(1)}">' in response.get_data(as_text=True)
