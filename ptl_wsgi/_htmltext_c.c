@@ -2500,9 +2500,32 @@ join_parts(PyObject *module, PyObject *parts, int follow)
     if (seq == NULL) {
         return NULL;
     }
-    PyObject *joined = nonced ? PyObject_CallFunctionObjArgs(st->nonced_join, seq, Py_None,
-                                                             follow ? Py_True : Py_False, NULL)
-                              : html_join_parts(st, seq);
+    if (!nonced) {
+        PyObject *joined = html_join_parts(st, seq);
+        Py_DECREF(seq);
+        return joined;
+    }
+    /* Where the carrier markup is, for its join (which joins the runs between here). */
+    PyObject *carried = PyList_New(0);
+    PyObject *joined = NULL;
+    if (carried != NULL) {
+        Py_ssize_t i, n = PySequence_Fast_GET_SIZE(seq);
+        for (i = 0; i < n; i++) {
+            if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
+                PyObject *index = PyLong_FromSsize_t(i);
+                int failed = index == NULL || PyList_Append(carried, index) < 0;
+                Py_XDECREF(index);
+                if (failed) {
+                    break;
+                }
+            }
+        }
+        if (i == n) {
+            joined = PyObject_CallFunctionObjArgs(st->nonced_join, seq, Py_None,
+                                                  follow ? Py_True : Py_False, carried, NULL);
+        }
+        Py_DECREF(carried);
+    }
     Py_DECREF(seq);
     return joined;
 }

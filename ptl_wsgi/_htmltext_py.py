@@ -288,9 +288,9 @@ def _join(parts: Iterable[Any], follow: bool) -> Any:
     if _nonced is not None:
         if type(parts) is not list and type(parts) is not tuple:
             parts = list(parts)
-        for part in parts:
-            if type(part) is _nonced:
-                return _nonced_join(parts, None, follow)
+        carried = [index for index, part in enumerate(parts) if type(part) is _nonced]
+        if carried:
+            return _nonced_join(parts, None, follow, carried)
     return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
 
 

@@ -36,7 +36,6 @@ __all__ = [
     "stringify",
     "TemplateIO",
     "html_join",
-    "template_join",
     "plain_join",
     "format_field",
     "field_output",
@@ -215,7 +214,7 @@ def _build(twin: ModuleType) -> SimpleNamespace:
     cls = type("htmltext", (twin.HtmlTextBase,), namespace)
     cls.__qualname__ = "htmltext"
     twin.register(cls)
-    nonced, nonced_join = _nonce_carrier(cls, markup_of)
+    nonced, nonced_join = _nonce_carrier(cls, markup_of, twin.template_join)
     twin.register_nonced(nonced, nonced_join, _nonce_used)
     api = SimpleNamespace(
         name=twin_name,
@@ -378,7 +377,8 @@ html_fstring = _active.module.contextual_fstring
 stringify = _active.stringify
 TemplateIO = _active.TemplateIO
 html_join = _active.html_join
-template_join = _active.template_join
+# A compiled template's join (trusts its parts' places: not for application code).
+_template_join = _active.template_join
 plain_join = _active.plain_join
 format_field = _active.format_field
 field_output = _active.field_output

@@ -150,10 +150,10 @@ def _balanced(text: str) -> bool:
     """Whether markup *text*, parsed from text, ends in text (cached per text)."""
     known = _BALANCED.get(text)
     if known is None:
-        from ptl_wsgi.escaping.context import TEXT, ContextError, advance, ends_in_text
+        from ptl_wsgi.escaping.context import TEXT, ContextError, advance, settle
 
         try:
-            known = ends_in_text(advance(TEXT, text))
+            known = settle(advance(TEXT, text)) == TEXT  # (nothing held back, not even "<")
         except ContextError:
             known = False
         if len(_BALANCED) >= _MAX_BALANCED:

@@ -31,6 +31,7 @@ __all__ = [
     "body_bytes",
     "chunks",
     "encoded",
+    "written_chunks",
     "is_html_type",
     "is_markup",
     "joined",
@@ -146,6 +147,29 @@ class encoded:  # lower case: used like a function, as chunks() is
         while chunk is None:  # as chunks() skips them
             chunk = next(self._iter)
         return body_bytes(chunk, self._html)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+class written_chunks:  # lower case: used like a function, as chunks() is
+    """Iterate a body's *chunks*, each written out (:func:`ptl_wsgi.csp.written`) as it is
+    produced, for a framework that encodes a ``str`` chunk itself; ``close()`` reaches the
+    chunks' own."""
+
+    __slots__ = ("_chunks", "_iter")
+
+    def __init__(self, chunks: Iterable[Any]) -> None:
+        self._chunks = chunks
+        self._iter = iter(chunks)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        return written(next(self._iter))
 
     def close(self) -> None:
         close = getattr(self._chunks, "close", None)

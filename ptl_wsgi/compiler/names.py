@@ -9,7 +9,7 @@ RESERVED_PREFIX = "_ptl_"
 
 _RUNTIME_NAMES = (
     ("htmltext", "_ptl_htmltext"),
-    ("template_join", "_ptl_html_join"),
+    ("_template_join", "_ptl_html_join"),
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
     ("field_output", "_ptl_field_output"),

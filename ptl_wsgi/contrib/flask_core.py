@@ -487,17 +487,9 @@ class _PTLModule:
                     f"import {path!r}, the file, not {template.name!r}, one of its templates"
                 )
             module = get_loader(template._app).module(path)
-        found = getattr(module, attribute)
-        if not callable(found):
-            return found
-
-        @functools.wraps(found)
-        def written_out(*args: Any, **kwargs: Any) -> Any:
-            # Jinja2 (or the view) writes the result into its page as it is: the request's
-            # nonce goes into the tags its literals wrote (csp.written), here.
-            return written(found(*args, **kwargs))
-
-        return written_out
+        # (called from Jinja2, a function's markup is Jinja2's to compose: Jinja2's
+        # escape() makes plain Markup of it, so its tags take no nonce, fail closed)
+        return getattr(module, attribute)
 
 
 def from_string(app: App, source: str) -> PTLTemplate:
@@ -711,6 +703,18 @@ def explain(app: App, name: str) -> None:
 
 
 # -- Content-Security-Policy: the settings both frameworks read --------------------------------
+
+
+def written_value(returned: Any) -> Any:
+    """What a view returned (a body, or a ``(body, status, headers)`` tuple), with
+    markup carrying nonce slots written out (:func:`ptl_wsgi.csp.written`) and a
+    streamed body's chunks written as they are produced: the framework encodes a ``str``
+    body itself, where no nonce may go in any more."""
+    if isinstance(returned, tuple) and returned:
+        return (written_value(returned[0]), *returned[1:])
+    if isinstance(returned, Iterator) and not isinstance(returned, (str, bytes)):
+        return output_policy.written_chunks(returned)
+    return written(returned)
 
 
 def csp_on(app: App) -> bool:

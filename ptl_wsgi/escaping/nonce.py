@@ -43,6 +43,7 @@ __all__ = [
     "MARK",
     "carries",
     "check",
+    "Follow",
     "enter",
     "holds_nonced",
     "inserted",
@@ -123,16 +124,19 @@ def inserted(text: str, slots: tuple[int, ...], attr: str) -> str:
 _CARRIERS: dict[type, type] = {}
 
 
-def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callable[..., Any]]:
+def carrier(
+    markup: Any, markup_of: Callable[[Any], str], join_plain: Callable[[Any], Any]
+) -> tuple[type, Callable[..., Any]]:
     """The class of *markup* (a twin's htmltext) that carries nonce slots, and the join
     that keeps them: ``(cls, join)``.  ``ptl_wsgi.html`` registers both with the twin,
     whose joins hand this join a part list holding such markup, and whose output
-    functions pass such markup on as it is in text.
+    functions pass such markup on as it is in text.  *join_plain* is the twin's join of
+    a compiled template's parts, which this join calls on the runs between such markup.
 
     Besides its slots, such markup knows whether its text ends in text (*tail*): what
     is added after it keeps its own slots only then.  A compiled template's output
     does (the compiler makes every template end in text); anything else is followed
-    by the context engine, a bounded length of it at run time (:class:`_Follow`)."""
+    by the context engine, a bounded length of it at run time (:class:`Follow`)."""
 
     def made(
         text: str,
@@ -177,26 +181,29 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
             return made(text, ())  # added into a tag, an attribute, RCDATA: no slots there
         return made(text, shifted(slots_of(self), before), own.get("nonce"), False, own.get("tail"))
 
-    def encode(self: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        # Bytes are the page as sent: every framework's response encodes a str body
-        # (Django's make_bytes, werkzeug's, Starlette's), as a WSGI app does.
-        return str.encode(written(self), encoding, errors)
-
     def __reduce_ex__(self: Any, protocol: Any) -> Any:
         # Pickled (a cache of rendered fragments) as the plain markup: the slots and the
         # nonce are the request's, which the process that loads it does not serve.
         return markup.__reduce_ex__(str.__new__(markup, self), protocol)
 
-    def join(parts: Iterable[Any], separator: str | None = None, follow: bool = True) -> Any:
+    def join(
+        parts: Any,
+        separator: str | None = None,
+        follow: bool = True,
+        carried: Iterable[int] | None = None,
+    ) -> Any:
         # A compiled template's join (not *follow*: its values outside text the compiler
         # made plain, and its output ends in text), html_join's and, with a markup
         # separator, htmltext.join's, which follow the context: markup keeps its slots
         # only where it lands in text.  None is skipped without a separator.
+        # *carried*: where such markup is in *parts* (a list or tuple), found by the twin.
+        if not follow and separator is None:
+            return template_join(parts, carried)
         texts: list[str] = []
         slots: list[int] = []
         nonce = None
         between = "" if separator is None else str.__str__(separator)
-        ctx = _Follow() if follow else None
+        ctx = Follow() if follow else None
         at = 0
         for part in parts:
             if part is None and separator is None:
@@ -221,6 +228,32 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
             at += len(text)
         tail = ctx is None or ctx.in_text()
         return made("".join(texts), tuple(slots), nonce, False, tail)
+
+    def template_join(parts: Any, carried: Iterable[int] | None) -> Any:
+        # The runs between carrier markup are joined by the twin (C), whole.
+        if carried is None:
+            carried = [i for i, part in enumerate(parts) if type(part) is cls]
+        texts: list[str] = []
+        slots: list[int] = []
+        nonce = None
+        at = start = 0
+        for index in carried:
+            if index > start:
+                run = str.__str__(join_plain(parts[start:index]))
+                texts.append(run)
+                at += len(run)
+            part = parts[index]
+            text = str.__str__(part)
+            slots.extend(at + slot for slot in slots_of(part))
+            nonce = nonce or part.__dict__.get("nonce")
+            texts.append(text)
+            at += len(text)
+            start = index + 1
+        if start < len(parts):
+            texts.append(str.__str__(join_plain(parts[start:])))
+        joined = "".join(texts)
+        # (a template ends in text, but may hold back a lone "<": what follows it, a tag)
+        return made(joined, tuple(slots), nonce, False, not joined.endswith("<"))
 
     def marked(text: str, tail: bool | None = None) -> Any:
         if MARK not in text:
@@ -248,7 +281,6 @@ def carrier(markup: Any, markup_of: Callable[[Any], str]) -> tuple[type, Callabl
             "stylesheet tags take the request's nonce when it is written out.",
             "__add__": __add__,
             "__radd__": __radd__,
-            "encode": encode,
             "__reduce_ex__": __reduce_ex__,
             "made": staticmethod(made),
             "marked": staticmethod(marked),
@@ -274,7 +306,7 @@ _MAX_KEPT = 256
 def _ends_in_text(text: str) -> bool:
     known = _IN_TEXT.get(text)
     if known is None:
-        follow = _Follow()
+        follow = Follow()
         follow.advance(text)
         known = follow.in_text()
         if len(text) <= _MAX_KEPT:
@@ -284,8 +316,9 @@ def _ends_in_text(text: str) -> bool:
     return known
 
 
-class _Follow:
-    """The context after the markup so far (None once it cannot be followed)."""
+class Follow:
+    """The context after the markup so far, followed at run time (None once it cannot
+    be: past _FOLLOW_LIMIT characters, or markup the engine cannot read)."""
 
     __slots__ = ("ctx", "left")
 
@@ -319,9 +352,11 @@ class _Follow:
             self.advance(text)
 
     def in_text(self) -> bool:
-        from ptl_wsgi.escaping.context import ends_in_text
+        """Whether the markup so far ends in text itself, with nothing held back (a lone
+        ``<`` would make what follows a tag)."""
+        from ptl_wsgi.escaping.context import TEXT, settle
 
-        return self.ctx is not None and ends_in_text(self.ctx)
+        return self.ctx is not None and settle(self.ctx) == TEXT
 
 
 def holds_nonced(value: Any, is_template: Callable[[Any], bool], depth: int = 0) -> bool:

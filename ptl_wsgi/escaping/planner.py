@@ -18,7 +18,7 @@ from ptl_wsgi.escaping.context import (
     escaper_for,
 )
 from ptl_wsgi.escaping.escapers import format_value
-from ptl_wsgi.escaping.nonce import carries, inserted, mark, slots_of
+from ptl_wsgi.escaping.nonce import MARK, Follow, carries, inserted, mark, slots_of
 from ptl_wsgi.escaping.rules import is_items, is_template
 
 TYPE_CHECKING = False
@@ -208,13 +208,20 @@ def _join_items(
 ) -> None:
     """Each of *items* as a lone value in a text-like context: markup (a nested Template
     formatted by its own contexts) kept, anything else escaped."""
+    follow = Follow() if marks else None
     for item in items:
         if is_items(item):
-            _join_items(item, escapers, format_field, out, marks)
+            _join_items(item, escapers, format_field, out, marks and follow.in_text())  # type: ignore[union-attr]
             continue
+        # Items are joined one after another: markup keeps its slots only where what came
+        # before it ends in text (as html_join's parts do).
+        here = follow is not None and follow.in_text()
         if is_template(item):
-            item = _Nested(contextual_format(item, escapers, format_field, marks=marks))
-        out.append(_marked_text(item, format_field) if marks else str(format_field(item, -1, "")))
+            item = _Nested(contextual_format(item, escapers, format_field, marks=here))
+        text = _marked_text(item, format_field) if here else str(format_field(item, -1, ""))
+        out.append(text)
+        if follow is not None:
+            follow.advance(text.replace(MARK, ""))
 
 
 def _marked_text(value: Any, format_field: Callable[..., Any]) -> str:

@@ -377,7 +377,7 @@ def test_generated_code_shape() -> None:
     assert ast.get_docstring(tree) == "Doc."
     assert isinstance(body[1], ast.ImportFrom) and body[1].module == "__future__"
     assert ast.unparse(body[2]) == (
-        "from ptl_wsgi.html import htmltext as _ptl_htmltext, template_join as _ptl_html_join, "
+        "from ptl_wsgi.html import htmltext as _ptl_htmltext, _template_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field, "
         "field_output as _ptl_field_output, percent_output as _ptl_percent_output, "
         "outside_text as _ptl_outside_text, field_outside_text as _ptl_field_outside, "

