@@ -146,11 +146,9 @@ def carrier(
         tail: bool | None = None,
     ) -> Any:
         # placed: the compiler found the slots from where a "+" chain puts the text;
-        # tail: it ends in text (None: follow it to know).
+        # tail: it ends in text (None: followed when something is added after it).
         if not slots:
             return str.__new__(markup, text)
-        if tail is None:
-            tail = _ends_in_text(text)
         carried: Any = str.__new__(cls, text)
         carried.__dict__.update(slots=slots, nonce=CURRENT.get() or nonce, placed=placed, tail=tail)
         return carried
@@ -161,10 +159,10 @@ def carrier(
             return joined
         own = self.__dict__
         slots, tail = own.get("slots", ()), False
-        if own.get("tail"):
+        if _tail(self):
             if type(other) is cls:
                 slots += shifted(slots_of(other), len(self))
-                tail = bool(other.__dict__.get("tail"))
+                tail = _tail(other)
             else:
                 tail = _ends_in_text(str.__str__(joined)[len(self) :])
         return made(str.__str__(joined), slots, own.get("nonce"), False, tail)
@@ -219,7 +217,7 @@ def carrier(
                     slots.extend(at + slot for slot in slots_of(part))
                     nonce = nonce or part.__dict__.get("nonce")
                 if ctx is not None:
-                    ctx.after(text, bool(part.__dict__.get("tail")))
+                    ctx.after(text, _tail(part))
             else:
                 text = markup_of(part)
                 if ctx is not None:
@@ -269,8 +267,8 @@ def carrier(
 
     def literal(text: str, slots: tuple[int, ...], placed: bool) -> Any:
         # A compiled template's literal (escapers.nonced): it ends in text if it does
-        # from text; one placed in a "+" chain is not followed.
-        return made(text, slots, None, placed, not placed and _ends_in_text(text))
+        # from text (followed when asked); one placed in a "+" chain is not followed.
+        return made(text, slots, None, placed, False if placed else None)
 
     cls = type(
         "NoncedMarkup",
@@ -376,6 +374,15 @@ def holds_nonced(value: Any, is_template: Callable[[Any], bool], depth: int = 0)
         holds_nonced(interpolation.value, is_template, depth + 1)
         for interpolation in value.interpolations
     )
+
+
+def _tail(carried: Any) -> bool:
+    """Whether carrier markup ends in text (followed the first time it is asked)."""
+    own = carried.__dict__
+    tail = own.get("tail")
+    if tail is None:
+        tail = own["tail"] = _ends_in_text(str.__str__(carried))
+    return bool(tail)
 
 
 def slots_of(value: Any) -> tuple[int, ...]:
