@@ -407,9 +407,11 @@ def written(value: Any) -> Any:
     """*value* as it goes into a response: markup that carries slots with the request's
     nonce at each (the current one, or outside a nonce scope the one current when the
     markup was made), as its plain markup class; anything else as it is."""
-    slots = slots_of(value)
-    if not slots:
-        return value if type(value) not in _CARRIERS else str.__new__(_CARRIERS[type(value)], value)
-    nonce = CURRENT.get() or value.__dict__.get("nonce")
-    attr = "" if nonce is None else f'{PREFIX}{nonce}"'
-    return str.__new__(_CARRIERS[type(value)], inserted(str.__str__(value), slots, attr))
+    markup = _CARRIERS.get(type(value))
+    if markup is None:
+        return value  # (every page a response gets passes here: one lookup)
+    own = value.__dict__
+    slots = own.get("slots", ())
+    nonce = CURRENT.get() or own.get("nonce")
+    attr = "" if nonce is None or not slots else f'{PREFIX}{nonce}"'
+    return str.__new__(markup, inserted(str.__str__(value), slots, attr))
