@@ -3119,17 +3119,17 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
 }
 
 #ifdef HAVE_TEMPLATES
-/* Whether value (a t-string's value) is or may hold, in a list, a tuple or a nested
+/* Whether value (a t-string's value) is or holds, in a list, a tuple or a nested
    t-string, markup that carries nonce slots (escaping.nonce.holds_nonced): 1, 0, or
-   -1 on an error. */
+   -1 on an error.  Generators are not looked into (their markup keeps no slots). */
 static int
 holds_nonced(State *st, PyObject *value, int depth)
 {
     if (st->nonced_type == NULL || depth > 32) {
         return 0;
     }
-    if (is_nonced(st, value) || PyGen_CheckExact(value)) {
-        return 1; /* (a generator may: it cannot be looked into without consuming it) */
+    if (is_nonced(st, value)) {
+        return 1;
     }
     int found = 0;
     if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextvars
 import os
-from types import GeneratorType
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
 TYPE_CHECKING = False
@@ -358,13 +357,14 @@ class Follow:
 
 
 def holds_nonced(value: Any, is_template: Callable[[Any], bool], depth: int = 0) -> bool:
-    """Whether a t-string's *value* is or may hold, in a list, a tuple or a nested
-    t-string, markup that carries nonce slots: the twins' own t-string formatting then
-    leaves it to the engine, which keeps the slots of what lands in text.  A generator
-    may (it cannot be looked into without consuming it)."""
+    """Whether a t-string's *value* is or holds, in a list, a tuple or a nested t-string,
+    markup that carries nonce slots: the twins' own t-string formatting then leaves it
+    to the engine, which keeps the slots of what lands in text.  A generator is not
+    looked into (that would consume it): the markup it yields keeps no slots, whoever
+    formats it."""
     if depth > 32:
         return False
-    if type(value) in _CARRIERS or isinstance(value, GeneratorType):
+    if type(value) in _CARRIERS:
         return True
     if type(value) is list or type(value) is tuple:
         return any(holds_nonced(item, is_template, depth + 1) for item in value)

@@ -208,10 +208,11 @@ def _join_items(
 ) -> None:
     """Each of *items* as a lone value in a text-like context: markup (a nested Template
     formatted by its own contexts) kept, anything else escaped."""
-    follow = Follow() if marks else None
+    # (a generator's markup keeps no slots, as when the twins format it themselves)
+    follow = Follow() if marks and (type(items) is list or type(items) is tuple) else None
     for item in items:
         if is_items(item):
-            _join_items(item, escapers, format_field, out, marks and follow.in_text())  # type: ignore[union-attr]
+            _join_items(item, escapers, format_field, out, follow is not None and follow.in_text())
             continue
         # Items are joined one after another: markup keeps its slots only where what came
         # before it ends in text (as html_join's parts do).

@@ -515,7 +515,9 @@ def test_a_tstring_holding_a_partial_keeps_its_nonce_every_time_in_both_twins() 
     python, c = json_of_both_twins("-c", TSTRING_TWINS, support, str(here))
     assert python == c
     for name, renders in python.items():
-        assert all(render.count('nonce="N"') == 1 for render in renders), (name, renders)
+        # (a generator is not looked into: the markup it yields keeps no slots, fail closed)
+        expected = 0 if name == "generated" else 1
+        assert all(render.count('nonce="N"') == expected for render in renders), (name, renders)
 
 
 # -- the fourth review's findings ----------------------------------------------------------
