@@ -332,10 +332,8 @@ def _htmlformat_in_context(template: Any, /, join_items: bool = True) -> Any:
     if not _in_nonce_scope():
         return htmltext(contextual_format(template, escapers, format_field, join_items))
     # The nonce slots of its literals (nested ones in text too), carried by its markup.
-    # (a t-string ends in text: the engine refuses one that does not)
-    return _marked(
-        contextual_format(template, escapers, format_field, join_items, marks=True), True
-    )
+    # (whether it ends in text, with its values, is followed if something is added after it)
+    return _marked(contextual_format(template, escapers, format_field, join_items, marks=True))
 
 
 def _fstring_in_context(template: Any, /) -> Any:

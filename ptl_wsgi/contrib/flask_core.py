@@ -705,14 +705,14 @@ def explain(app: App, name: str) -> None:
 # -- Content-Security-Policy: the settings both frameworks read --------------------------------
 
 
-def written_value(returned: Any) -> Any:
+def written_value(returned: Any, streams: bool = True) -> Any:
     """What a view returned (a body, or a ``(body, status, headers)`` tuple), with
-    markup carrying nonce slots written out (:func:`ptl_wsgi.csp.written`) and a
-    streamed body's chunks written as they are produced: the framework encodes a ``str``
-    body itself, where no nonce may go in any more."""
+    markup carrying nonce slots written out (:func:`ptl_wsgi.csp.written`) and, with
+    *streams*, a streamed body's chunks written as they are produced: the framework
+    encodes a ``str`` body itself, where no nonce may go in any more."""
     if isinstance(returned, tuple) and returned:
-        return (written_value(returned[0]), *returned[1:])
-    if isinstance(returned, Iterator) and not isinstance(returned, (str, bytes)):
+        return (written_value(returned[0], streams), *returned[1:])
+    if streams and isinstance(returned, Iterator) and not isinstance(returned, (str, bytes)):
         return output_policy.written_chunks(returned)
     return written(returned)
 

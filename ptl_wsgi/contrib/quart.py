@@ -121,8 +121,9 @@ def _guard(app: Quart, framework: _Quart) -> None:
 
         @functools.wraps(make_response)
         async def written_response(*args: Any) -> Any:
-            # What a view returns written out (its streamed bodies: in _held).
-            return await make_response(*(_core.written_value(arg) for arg in args))
+            # What a view returns written out (its streamed bodies, which Quart takes
+            # only as real generators: in _held, each chunk as Quart iterates it).
+            return await make_response(*(_core.written_value(arg, False) for arg in args))
 
         written_response._ptl_guard = True  # type: ignore[attr-defined]
         app.make_response = written_response  # type: ignore[method-assign, assignment]

