@@ -57,6 +57,11 @@ typedef struct {
        escaping engine's) and what formats any other, both from set_htmlformat(),
        which may also give contextual_fstring()'s */
     PyObject *text_only, *format_fallback, *fstring_fallback;
+    /* Markup that carries CSP nonce slots and the join that keeps them
+       (ptl_wsgi.escaping.nonce.carrier, from register_nonced()), or NULL. */
+    PyTypeObject *nonced_type;
+    PyObject *nonced_join;
+    PyObject *nonce_used; /* escaping.nonce.USED: [True] once a nonce scope was entered */
 } State;
 
 static struct PyModuleDef htmltext_module;
@@ -156,6 +161,39 @@ static inline int
 is_registered_text(State *st, PyObject *v)
 {
     return Py_TYPE(v) == st->text_type;
+}
+
+/* Markup that carries nonce slots: output in text as it is, joined by its own join. */
+static inline int
+is_nonced(State *st, PyObject *v)
+{
+    return Py_TYPE(v) == st->nonced_type;
+}
+
+/* The parts of a join, and in *nonced whether markup carrying nonce slots is among
+   them, for its own join (escaping.nonce.carrier) that keeps them: a list or tuple
+   as it is, any other iterable read into a list first (as the twin does), a new
+   reference.  Before register_nonced(), parts itself and *nonced 0. */
+static PyObject *
+parts_seq(State *st, PyObject *parts, int *nonced)
+{
+    *nonced = 0;
+    if (st->nonced_type == NULL) {
+        return Py_NewRef(parts);
+    }
+    PyObject *seq = PyList_CheckExact(parts) || PyTuple_CheckExact(parts)
+                        ? Py_NewRef(parts)
+                        : PySequence_List(parts);
+    if (seq == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
+            *nonced = 1;
+            break;
+        }
+    }
+    return seq;
 }
 
 /* The twin's attribute `name`, the twin imported on first use (a process
@@ -1440,8 +1478,23 @@ static PyObject *
 text_join(PyObject *self, PyObject *iterable)
 {
     State *st = type_state(Py_TYPE(self));
+    if (st == NULL) {
+        return NULL;
+    }
+    int nonced;
+    PyObject *seq = parts_seq(st, iterable, &nonced);
+    if (seq == NULL) {
+        return NULL;
+    }
+    if (nonced) {
+        PyObject *joined = PyObject_CallFunctionObjArgs(st->nonced_join, seq, self, NULL);
+        Py_DECREF(seq);
+        return joined;
+    }
     Pieces pieces;
-    if (st == NULL || collect(st, &pieces, iterable, JOIN_TEXT, 0) < 0) {
+    int failed = collect(st, &pieces, seq, JOIN_TEXT, 0);
+    Py_DECREF(seq);
+    if (failed < 0) {
         return NULL;
     }
     return new_text_steal(st, Py_TYPE(self), pieces_join(&pieces, self));
@@ -2359,6 +2412,24 @@ mod_register(PyObject *module, PyObject *cls)
 }
 
 static PyObject *
+mod_register_nonced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyType_Check(args[0]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], module_state(module)->text_type) ||
+        !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "register_nonced() takes a subclass of the registered class, a join "
+                        "and the one-item list that says whether a nonce scope was entered");
+        return NULL;
+    }
+    State *st = module_state(module);
+    Py_XSETREF(st->nonced_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(st->nonced_join, Py_NewRef(args[1]));
+    Py_XSETREF(st->nonce_used, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 mod_escape_str(PyObject *Py_UNUSED(module), PyObject *s)
 {
     if (!PyUnicode_Check(s)) {
@@ -2385,16 +2456,16 @@ static PyObject *
 mod_htmlescape(PyObject *module, PyObject *value)
 {
     State *st = module_state(module);
-    if (is_registered_text(st, value)) {
+    if (is_registered_text(st, value) || is_nonced(st, value)) {
         return Py_NewRef(value);
     }
     return new_text_steal(st, st->text_type, markup_text(st, value));
 }
 
+/* html_join() of a list or tuple that holds no markup carrying nonce slots. */
 static PyObject *
-mod_html_join(PyObject *module, PyObject *parts)
+html_join_parts(State *st, PyObject *parts)
 {
-    State *st = module_state(module);
     /* What a template with a single output value joins: that value, when it
        is already an instance of the registered class, is the result (str
        instances are immutable: a copy could not differ). */
@@ -2415,6 +2486,60 @@ mod_html_join(PyObject *module, PyObject *parts)
         return result;
     }
     return new_text_steal(st, st->text_type, pieces_concat(&pieces));
+}
+
+/* html_join() and template_join(): the carrier's join (escaping.nonce) follows the
+   context through the parts before markup carrying nonce slots, but for a compiled
+   template's output (follow 0), whose values outside text the compiler made plain. */
+static PyObject *
+join_parts(PyObject *module, PyObject *parts, int follow)
+{
+    State *st = module_state(module);
+    int nonced;
+    PyObject *seq = parts_seq(st, parts, &nonced);
+    if (seq == NULL) {
+        return NULL;
+    }
+    if (!nonced) {
+        PyObject *joined = html_join_parts(st, seq);
+        Py_DECREF(seq);
+        return joined;
+    }
+    /* Where the carrier markup is, for its join (which joins the runs between here). */
+    PyObject *carried = PyList_New(0);
+    PyObject *joined = NULL;
+    if (carried != NULL) {
+        Py_ssize_t i, n = PySequence_Fast_GET_SIZE(seq);
+        for (i = 0; i < n; i++) {
+            if (is_nonced(st, PySequence_Fast_GET_ITEM(seq, i))) {
+                PyObject *index = PyLong_FromSsize_t(i);
+                int failed = index == NULL || PyList_Append(carried, index) < 0;
+                Py_XDECREF(index);
+                if (failed) {
+                    break;
+                }
+            }
+        }
+        if (i == n) {
+            joined = PyObject_CallFunctionObjArgs(st->nonced_join, seq, Py_None,
+                                                  follow ? Py_True : Py_False, carried, NULL);
+        }
+        Py_DECREF(carried);
+    }
+    Py_DECREF(seq);
+    return joined;
+}
+
+static PyObject *
+mod_html_join(PyObject *module, PyObject *parts)
+{
+    return join_parts(module, parts, 1);
+}
+
+static PyObject *
+mod_template_join(PyObject *module, PyObject *parts)
+{
+    return join_parts(module, parts, 0);
 }
 
 static PyObject *
@@ -2462,31 +2587,59 @@ static inline int
 is_simple_output(State *st, PyObject *v)
 {
     return PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
-           is_registered_text(st, v);
+           is_registered_text(st, v) || is_nonced(st, v);
+}
+
+/* A simple value output outside text (an attribute value, RCDATA): markup that
+   carries nonce slots is output as plain markup, so that no nonce goes where a
+   value may send it (escaping.nonce). */
+static PyObject *
+simple_outside_text(State *st, PyObject *value)
+{
+    if (is_nonced(st, value)) {
+        return new_text_steal(st, st->text_type, PyUnicode_FromObject(value));
+    }
+    return Py_NewRef(value);
 }
 
 static PyObject *
-mod_field_output(PyObject *module, PyObject *value)
+field_output_impl(State *st, PyObject *value, int in_text)
 {
-    State *st = module_state(module);
     if (is_simple_output(st, value)) {
-        return Py_NewRef(value);
+        return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
     }
     return new_text_steal(st, st->text_type, field_markup(st, value, st->empty));
 }
 
 static PyObject *
-mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+mod_field_output(PyObject *module, PyObject *value)
+{
+    return field_output_impl(module_state(module), value, 1);
+}
+
+static PyObject *
+mod_field_outside_text(PyObject *module, PyObject *value)
+{
+    return field_output_impl(module_state(module), value, 0);
+}
+
+static PyObject *
+mod_outside_text(PyObject *module, PyObject *value)
+{
+    return simple_outside_text(module_state(module), value);
+}
+
+static PyObject *
+percent_output_impl(State *st, PyObject *const *args, Py_ssize_t nargs, int in_text)
 {
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "percent_output() takes exactly 2 arguments (%zd given)",
                      nargs);
         return NULL;
     }
-    State *st = module_state(module);
     PyObject *value = args[0], *fmt = args[1];
     if (is_simple_output(st, value)) {
-        return Py_NewRef(value);
+        return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
     }
     if (fmt != Py_None && PyTuple_Check(value)) {
         /* As str reads it: the tuple's own items, whatever a subclass says. */
@@ -2501,10 +2654,22 @@ mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         value = PyTuple_GET_ITEM(value, 0);
         if (is_simple_output(st, value)) {
-            return Py_NewRef(value);
+            return in_text ? Py_NewRef(value) : simple_outside_text(st, value);
         }
     }
     return new_text_steal(st, st->text_type, markup_text(st, value));
+}
+
+static PyObject *
+mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return percent_output_impl(module_state(module), args, nargs, 1);
+}
+
+static PyObject *
+mod_percent_outside_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    return percent_output_impl(module_state(module), args, nargs, 0);
 }
 
 /* first_of(a, b, ...) is a: the compiled form of "% (a, b)" evaluates every
@@ -2522,6 +2687,10 @@ mod_first_of(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
 
 static PyObject *mod_field_output(PyObject *module, PyObject *value);
 static PyObject *mod_percent_output(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *mod_field_outside_text(PyObject *module, PyObject *value);
+static PyObject *mod_outside_text(PyObject *module, PyObject *value);
+static PyObject *mod_percent_outside_text(PyObject *module, PyObject *const *args,
+                                          Py_ssize_t nargs);
 
 /* Values a fused loop reads from an item (its attributes and items) are held
    in slots 1 to LOOP_SLOTS - 1 while the item is output; slot 0 is the item. */
@@ -2533,9 +2702,19 @@ static PyObject *mod_percent_output(PyObject *module, PyObject *const *args, Py_
 static inline int
 output_as_is(State *st, PyObject *func, Py_ssize_t n, PyObject *value)
 {
-    return is_simple_output(st, value) && PyCFunction_Check(func) &&
-           ((n == 1 && PyCFunction_GET_FUNCTION(func) == (PyCFunction)mod_field_output) ||
-            (n == 2 && PyCFunction_GET_FUNCTION(func) == CFUNC(mod_percent_output)));
+    if (!is_simple_output(st, value) || !PyCFunction_Check(func)) {
+        return 0;
+    }
+    PyCFunction called = PyCFunction_GET_FUNCTION(func);
+    if ((n == 1 && called == (PyCFunction)mod_field_output) ||
+        (n == 2 && called == CFUNC(mod_percent_output))) {
+        return 1;
+    }
+    /* Outside text, markup carrying nonce slots is made plain: the call does it. */
+    return !is_nonced(st, value) &&
+           ((n == 1 && (called == (PyCFunction)mod_field_outside_text ||
+                        called == (PyCFunction)mod_outside_text)) ||
+            (n == 2 && called == CFUNC(mod_percent_outside_text)));
 }
 
 /* Appends func(value, *part[first + 1:]) to out (value itself where output_as_is). */
@@ -2940,6 +3119,45 @@ contextual_format(State *st, PyObject *template, PyObject *fallback, int join)
 }
 
 #ifdef HAVE_TEMPLATES
+/* Whether value (a t-string's value) is or holds, in a list, a tuple or a nested
+   t-string, markup that carries nonce slots (escaping.nonce.holds_nonced): 1, 0, or
+   -1 on an error.  Generators are not looked into (their markup keeps no slots). */
+static int
+holds_nonced(State *st, PyObject *value, int depth)
+{
+    if (st->nonced_type == NULL || depth > 32) {
+        return 0;
+    }
+    if (is_nonced(st, value)) {
+        return 1;
+    }
+    int found = 0;
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        for (Py_ssize_t i = 0; found == 0 && i < PySequence_Fast_GET_SIZE(value); i++) {
+            PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(value, i));
+            found = holds_nonced(st, item, depth + 1);
+            Py_DECREF(item);
+        }
+        return found;
+    }
+    if (!is_template(st, value)) {
+        return 0;
+    }
+    PyObject *interpolations = TEMPLATE_FIELD(st, value, interpolations);
+    if (interpolations == NULL) {
+        return -1;
+    }
+    if (PyTuple_CheckExact(interpolations)) {
+        for (Py_ssize_t i = 0; found == 0 && i < PyTuple_GET_SIZE(interpolations); i++) {
+            PyObject *held = INTERPOLATION_FIELD(st, PyTuple_GET_ITEM(interpolations, i), value);
+            found = held == NULL ? -1 : holds_nonced(st, held, depth + 1);
+            Py_XDECREF(held);
+        }
+    }
+    Py_DECREF(interpolations);
+    return found;
+}
+
 /* A t-string's markup text as an exact str in *markup, if it is a Template whose
    strings the engine marked as text-only (1); 0 if not (nothing made), -1 on error. */
 static int
@@ -2954,6 +3172,14 @@ marked_markup(State *st, PyObject *template, int join, PyObject **markup)
     Py_XDECREF(strings);
     if (marked <= 0) {
         return marked;
+    }
+    /* Markup that carries nonce slots is formatted by the engine (the fallback), which
+       keeps the slots of what lands in text; only once a nonce scope was entered. */
+    if (st->nonce_used != NULL && PyList_GET_ITEM(st->nonce_used, 0) == Py_True) {
+        int nonced = holds_nonced(st, template, 0);
+        if (nonced != 0) {
+            return nonced < 0 ? -1 : 0;
+        }
     }
     Pieces pieces;
     pieces_init(&pieces);
@@ -3013,6 +3239,8 @@ mod_htmlformat(PyObject *module, PyObject *template)
 static PyMethodDef module_methods[] = {
     {"register", mod_register, METH_O,
      PyDoc_STR("Tell this twin which class its functions must return.")},
+    {"register_nonced", CFUNC(mod_register_nonced), METH_FASTCALL,
+     PyDoc_STR("register_nonced(cls, join, used): the markup that carries CSP nonce slots.")},
     {"escape_str", mod_escape_str, METH_O,
      PyDoc_STR("Escape & < > \" ' in s; return s itself when nothing needs it.")},
     {"markup_of", mod_markup_of, METH_O,
@@ -3021,6 +3249,8 @@ static PyMethodDef module_methods[] = {
      PyDoc_STR("Return value as a plain str (str(), without escaping).")},
     {"htmlescape", mod_htmlescape, METH_O,
      PyDoc_STR("Return value as htmltext: escaped, unless it has __html__.")},
+    {"template_join", mod_template_join, METH_O,
+     PyDoc_STR("html_join() of a compiled template's output (see the Python twin).")},
     {"html_join", mod_html_join, METH_O,
      PyDoc_STR("Join template output as htmltext, escaping untrusted parts, skipping None.")},
     {"plain_join", mod_plain_join, METH_O,
@@ -3035,6 +3265,12 @@ static PyMethodDef module_methods[] = {
     {"percent_output", CFUNC(mod_percent_output), METH_FASTCALL,
      PyDoc_STR("A %s field's output: value itself if it is a str, int, float or htmltext, "
                "else its markup as htmltext; a tuple is fmt's values unless fmt is None.")},
+    {"outside_text", mod_outside_text, METH_O,
+     PyDoc_STR("A value output outside text: markup carrying nonce slots made plain.")},
+    {"field_outside_text", mod_field_outside_text, METH_O,
+     PyDoc_STR("field_output() outside text: markup carrying nonce slots made plain.")},
+    {"percent_outside_text", CFUNC(mod_percent_outside_text), METH_FASTCALL,
+     PyDoc_STR("percent_output() outside text: markup carrying nonce slots made plain.")},
     {"first_of", CFUNC(mod_first_of), METH_FASTCALL,
      PyDoc_STR("Return the first argument (the others are evaluated by the call).")},
     {"loop_output", CFUNC(mod_loop_output), METH_FASTCALL,
@@ -3071,6 +3307,9 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     State *st = module_state(module);
     Py_VISIT(st->base_type);
     Py_VISIT(st->text_type);
+    Py_VISIT(st->nonced_type);
+    Py_VISIT(st->nonced_join);
+    Py_VISIT(st->nonce_used);
     Py_VISIT(st->str_new);
     Py_VISIT(st->twin);
     Py_VISIT(st->escaper_type);
@@ -3090,6 +3329,9 @@ module_clear(PyObject *module)
     State *st = module_state(module);
     Py_CLEAR(st->base_type);
     Py_CLEAR(st->text_type);
+    Py_CLEAR(st->nonced_type);
+    Py_CLEAR(st->nonced_join);
+    Py_CLEAR(st->nonce_used);
     Py_CLEAR(st->str_new);
     Py_CLEAR(st->new_args);
     Py_CLEAR(st->empty);

@@ -19,9 +19,9 @@ import _string
 import sys
 
 from ptl_wsgi.escaping import formatting as _markup_format
+from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
-from ptl_wsgi.escaping.nonce import attribute as _nonce_attribute
-from ptl_wsgi.escaping.nonce import inserted as _inserted
+from ptl_wsgi.escaping.nonce import holds_nonced as _holds_nonced
 from ptl_wsgi.escaping.rules import is_template as _is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -44,6 +44,20 @@ def register(cls: type, /) -> None:
     """Tell this twin which class its functions must return."""
     global _htmltext
     _htmltext = cls
+
+
+# The markup that carries CSP nonce slots and its join (escaping.nonce.carrier), also
+# registered by ptl_wsgi.html: passed on as it is where markup is output in text, and
+# a join that holds one keeps their slots.
+_nonced: type | None = None
+_nonced_join: Any = None
+
+
+def register_nonced(cls: type, join: Callable[..., Any], used: list[bool], /) -> None:
+    """Tell this twin the class of markup that carries nonce slots, and its join
+    (*used*, ``escaping.nonce.USED``, is the C twin's)."""
+    global _nonced, _nonced_join
+    _nonced, _nonced_join = cls, join
 
 
 def escape_str(s: str, /) -> str:
@@ -150,7 +164,7 @@ def contextual_htmlformat(template: Any, /) -> Any:
     if not _contextual:
         raise RuntimeError("contextual_htmlformat(): set_htmlformat() first")
     text_only, fallback, _ = _contextual
-    if _is_template(template) and text_only.get(template.strings) is True:
+    if _formats_itself(template, text_only):
         out: list[str] = []
         _contextual_markup(template, text_only, fallback, out)
         return _new_str(_htmltext, "".join(out))
@@ -164,11 +178,20 @@ def contextual_fstring(template: Any, /) -> Any:
     if not _contextual or _contextual[2] is None:
         raise RuntimeError("contextual_fstring(): set_htmlformat() with its third argument first")
     text_only, fallback, fstring_fallback = _contextual
-    if _is_template(template) and text_only.get(template.strings) is True:
+    if _formats_itself(template, text_only):
         out: list[str] = []
         _contextual_markup(template, text_only, fallback, out, join=False)
         return _new_str(_htmltext, "".join(out))
     return fstring_fallback(template)
+
+
+def _formats_itself(template: Any, text_only: Any) -> bool:
+    """Whether this twin formats *template* itself: its strings are marked text-only
+    and (once a nonce scope was entered) no value holds markup carrying nonce slots,
+    which the engine's formatting keeps (as the C twin decides)."""
+    if not _is_template(template) or text_only.get(template.strings) is not True:
+        return False
+    return not (_nonce_used[0] and _holds_nonced(template, _is_template))
 
 
 def _contextual_markup(
@@ -242,13 +265,32 @@ def stringify(value: Any, /) -> str:
 
 def htmlescape(value: Any, /) -> Any:
     """Return *value* as htmltext: escaped, unless it has ``__html__``."""
-    if type(value) is _htmltext:
+    if type(value) is _htmltext or type(value) is _nonced:
         return value
     return _new_str(_htmltext, markup_of(value))
 
 
 def html_join(parts: Iterable[Any], /) -> Any:
-    """Join template output as htmltext, escaping untrusted parts, skipping None."""
+    """Join template output as htmltext, escaping untrusted parts, skipping None.
+
+    Markup carrying CSP nonce slots keeps them where the context, followed through the
+    parts before it, is text (``escaping.nonce``)."""
+    return _join(parts, True)
+
+
+def template_join(parts: Iterable[Any], /) -> Any:
+    """:func:`html_join` of a compiled template's output: its values outside text the
+    compiler made plain, so markup carrying nonce slots keeps them with no following."""
+    return _join(parts, False)
+
+
+def _join(parts: Iterable[Any], follow: bool) -> Any:
+    if _nonced is not None:
+        if type(parts) is not list and type(parts) is not tuple:
+            parts = list(parts)
+        carried = [index for index, part in enumerate(parts) if type(part) is _nonced]
+        if carried:
+            return _nonced_join(parts, None, follow, carried)
     return _new_str(_htmltext, "".join([markup_of(p) for p in parts if p is not None]))
 
 
@@ -310,7 +352,7 @@ def format_field(value: Any, conversion: int, spec: str, /) -> str:
 
 
 def _is_simple_output(value: Any) -> bool:
-    return type(value) in (str, int, float) or type(value) is _htmltext
+    return type(value) in (str, int, float) or type(value) is _htmltext or type(value) is _nonced
 
 
 def field_output(value: Any, /) -> Any:
@@ -322,6 +364,20 @@ def field_output(value: Any, /) -> Any:
     if _is_simple_output(value):
         return value
     return _new_str(_htmltext, format_field(value, -1, ""))
+
+
+def outside_text(value: Any, /) -> Any:
+    """A value a compiled template outputs outside text (an attribute value, RCDATA):
+    *value* itself, but markup that carries nonce slots as plain markup, so that no
+    nonce goes where a value may send it (``escaping.nonce``)."""
+    if type(value) is _nonced:
+        return _new_str(_htmltext, value)
+    return value
+
+
+def field_outside_text(value: Any, /) -> Any:
+    """:func:`field_output` outside text (see :func:`outside_text`)."""
+    return outside_text(field_output(value))
 
 
 def percent_output(value: Any, fmt: Any, /) -> Any:
@@ -341,6 +397,11 @@ def percent_output(value: Any, fmt: Any, /) -> Any:
         if _is_simple_output(value):
             return value
     return htmlescape(value)
+
+
+def percent_outside_text(value: Any, fmt: Any, /) -> Any:
+    """:func:`percent_output` outside text (see :func:`outside_text`)."""
+    return outside_text(percent_output(value, fmt))
 
 
 def first_of(first: Any, /, *evaluated: Any) -> Any:
@@ -462,8 +523,7 @@ _UNPLANNED: Any = object()  # a cut's plan until _plan() makes it
 def _split_format(fmt: str) -> list[Any]:
     """The units of *fmt* (``escaping.printf``), the literal text after the last,
     whether every unit is a bare positional ``%s``, the contextual plan (_plan())
-    and the CSP nonce slots of its literal texts: ``[units, tail, simple, plan,
-    nonces]``, the plan ``_UNPLANNED`` until asked for.
+    ``[units, tail, simple, plan]``, the plan ``_UNPLANNED`` until asked for.
 
     The cut stops at anything it cannot read (``%(`` without its ``)``, a unit
     without a conversion character): str refuses such a format, and the check
@@ -474,9 +534,9 @@ def _split_format(fmt: str) -> list[Any]:
 
     units, tail, complete = scan_percent(fmt)
     if not complete:
-        return [tuple(units), "", False, None, ()]
+        return [tuple(units), "", False, None]
     simple = all(unit.source == "%s" for unit in units)
-    return [tuple(units), tail, simple, _UNPLANNED, ()]
+    return [tuple(units), tail, simple, _UNPLANNED]
 
 
 def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
@@ -489,28 +549,23 @@ def _plan(cut: list[Any]) -> tuple[Any, ...] | ValueError | None:
     fields = tuple(unit.field for unit in units)
     try:
         plan = _markup_format.percent_plan(strings, fields)
-        cut[4] = _markup_format.nonce_slots(strings, fields)
     except ValueError as exc:
         plan = exc
     cut[3] = plan
     return plan
 
 
-def _nonced(
-    units: tuple[_Unit, ...], tail: str, nonces: Any, attr: str
-) -> tuple[tuple[_Unit, ...], str]:
-    """*units* and *tail* with *attr*, the current CSP nonce attribute, at their slots:
-    made per render, the cut itself keeps no nonce."""
-    nonced = []
-    for unit, slots in zip(units, nonces, strict=False):
-        if slots:
-            copy = object.__new__(type(unit))
-            for name in type(unit).__slots__:
-                setattr(copy, name, getattr(unit, name))
-            copy.literal = _inserted(unit.literal, slots, attr)
-            unit = copy
-        nonced.append(unit)
-    return tuple(nonced), _inserted(tail, nonces[-1], attr)
+def _with_slots(out: list[str], nonces: Any) -> tuple[str, tuple[int, ...]]:
+    """The text of *out* (a format's literal texts at its even places, the text after
+    the last unit last) and where the CSP nonce goes in it: *nonces*, one tuple of
+    slots per literal text, moved to where each text landed."""
+    slots: list[int] = []
+    at = 0
+    for place, text in enumerate(out):
+        if not place % 2:
+            slots.extend(at + slot for slot in nonces[place // 2])
+        at += len(text)
+    return "".join(out), tuple(slots)
 
 
 _stand_in_types: dict[tuple[str, str, str, type], type] = {}
@@ -634,33 +689,36 @@ def format_mod(fmt: str, arg: Any, /) -> str:
     exceptions and messages, raised in the same order, before the ValueError
     of a format that does not end in text or puts a value where none may go.
     """
-    return _format_mod(fmt, arg, True)
+    formatted: str = _format_mod(fmt, arg, True)
+    return formatted
 
 
-def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> str:
+def format_mod_html(fmt: str, arg: Any, nonces: Any = (), /) -> Any:
     """``fmt % arg`` with every conversion HTML-escaped, wherever it lands.
 
     For formats the compiler planned (their values are escaped already for
     where they land) and templates that opt out of contextual escaping.
     *nonces*: where the CSP nonce goes in the format's literal texts (the
-    compiler's slots, one tuple per text), inserted in a nonce scope.
+    compiler's slots, one tuple per text): in a nonce scope the result is
+    ``(text, slots)``, the slots moved to where the texts landed, for the markup
+    that carries them (``escaping.nonce``).  Only the compiler gives slots: a
+    format made at run time (a translation, ``htmltext(value)``) never takes the nonce.
     """
-    return _format_mod(fmt, arg, False, nonces)
+    if nonces and _nonce_used[0] and _nonce.get() is not None:
+        if len(nonces) == len(_split_format(fmt)[0]) + 1:
+            return _format_mod(fmt, arg, False, nonces)
+    return _format_mod(fmt, arg, False)
 
 
-def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
+def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = None) -> Any:
+    # str, or with *nonces* (text, slots): see format_mod_html().
     cut = _split_format(fmt)
-    units, tail, simple, plan, _ = cut
+    units, tail, simple, plan = cut
     if not contextual:
         plan = None
     elif plan is _UNPLANNED:
         plan = _plan(cut)
-    if contextual:
-        nonces = cut[4]
-    if nonces and _nonce_used[0] and len(nonces) == len(units) + 1:
-        attr = _nonce_attribute()
-        if attr:
-            units, tail = _nonced(units, tail, nonces, attr)
+    finish: Any = "".join if nonces is None else (lambda out: _with_slots(out, nonces))
     is_tuple = isinstance(arg, tuple)
     # str reads a tuple's real items (tuple C API), whatever a subclass says
     # its length, items or iteration are; tuple.__getitem__ gets them too.
@@ -676,7 +734,7 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
             out.append(unit.literal)
             out.append(markup_of(value))
         out.append(tail)
-        return "".join(out)
+        return finish(out)
     if simple and type(plan) is tuple and len(args) == len(units):
         # Bare %s fields, as many as values: str's % cannot refuse them.
         out = []
@@ -684,7 +742,7 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
             out.append(unit.literal)
             out.append(markup_of(value) if escaper is None else str(escaper(value)))
         out.append(tail)
-        return "".join(out)
+        return finish(out)
     mapping = not is_tuple and not isinstance(arg, str) and _is_mapping(arg)
     shape = _shape(arg, mapping)
     failing = _failing_unit((fmt, *shape))
@@ -732,7 +790,7 @@ def _format_mod(fmt: str, arg: Any, contextual: bool, nonces: Any = ()) -> str:
         _ = fmt % (arg if not is_tuple and not mapping and index == 0 else stand_in)
         raise AssertionError(f"{fmt!r} % {arg!r} was expected to fail")  # pragma: no cover
     out.append(tail)
-    return "".join(out)
+    return finish(out)
 
 
 # -- str.format ---------------------------------------------------------------
@@ -761,33 +819,13 @@ def _rewrite_fields(
     in_spec: bool,
     depth: int,
     escapers: tuple[str | None, ...] | None = None,
-    nonces: tuple[tuple[int, ...], ...] = (),
 ) -> str:
     out = []
     number = 0
-    at = taken = 0  # where this literal starts in the text between two fields; slots used
     for literal, field, spec, conversion in _string.formatter_parser(fmt):
-        if nonces:
-            # The CSP nonce's own field (_NONCE_FIELD) at each slot of this text.
-            slots = nonces[number]
-            pieces = []
-            start = 0
-            while taken < len(slots) and slots[taken] - at <= len(literal):
-                pieces.append(literal[start : slots[taken] - at])
-                start = slots[taken] - at
-                taken += 1
-            pieces.append(literal[start:])
-            at += len(literal)
-            out.append(
-                ("{" + _NONCE_FIELD + "}").join(
-                    piece.replace("{", "{{").replace("}", "}}") for piece in pieces
-                )
-            )
-        else:
-            out.append(literal.replace("{", "{{").replace("}", "}}"))
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
         if field is None:
             continue
-        at = taken = 0
         out.append("{" + field)
         if conversion in ("s", "r", "a"):
             out.append(".\0" + conversion)
@@ -846,49 +884,6 @@ def _rewrite_format(fmt: str) -> str | tuple[str, ValueError]:
         return _rewrite_fields(fmt, False, 1, escapers)
     except ValueError:
         return plain  # malformed in a spec: str.format raises for it
-
-
-# The field that writes the CSP nonce attribute where a nonce scope is open: a keyword
-# no caller passes (the proxies' own names start with "\0" too).
-_NONCE_FIELD = "\0nonce"
-
-
-@_memo
-def _rewrite_nonced(fmt: str) -> str | None:
-    """*fmt* rewritten as :func:`_rewrite_format` does, with a field for the CSP nonce
-    attribute at each of its slots; None when no tag of *fmt* takes a nonce (or it is
-    refused).  Nonce-free: the nonce is the field's value, per render."""
-    if "<" not in fmt:
-        return None
-    try:
-        parsed = list(_string.formatter_parser(fmt))
-    except ValueError:
-        return None
-    strings: list[str] = []
-    text = ""
-    for literal, field, _spec, _conversion in parsed:
-        text += literal
-        if field is not None:
-            strings.append(text)
-            text = ""
-    strings.append(text)
-    try:
-        nonces = _markup_format.nonce_slots(tuple(strings))
-        if not nonces:
-            return None
-        escapers = _markup_format.plan(tuple(strings))
-        return _rewrite_fields(fmt, False, 1, escapers, nonces)
-    except ValueError:
-        return None
-
-
-def _nonce_field(fmt: str) -> tuple[str, Any] | None:
-    """The nonced rewriting of *fmt* and the nonce field's value, in a nonce scope."""
-    rewritten = _rewrite_nonced(fmt)
-    if rewritten is None:
-        return None
-    attr = _nonce_attribute()
-    return (rewritten, _FieldProxy(attr, _PLAIN)) if attr else None
 
 
 def _refuse(rewritten: tuple[str, ValueError], args: tuple[Any, ...], kwargs: Any) -> NoReturn:
@@ -987,21 +982,6 @@ class _MappingProxy:
         return _FieldProxy(self._mapping[key])
 
 
-class _NoncedMappingProxy(_MappingProxy):
-    """The mapping's proxies, and the CSP nonce attribute for its own field."""
-
-    __slots__ = ("_nonce",)
-
-    def __init__(self, mapping: Any, nonce: _FieldProxy) -> None:
-        self._mapping = mapping
-        self._nonce = nonce
-
-    def __getitem__(self, key: Any) -> _FieldProxy:
-        if key == _NONCE_FIELD and type(key) is str:
-            return self._nonce
-        return _FieldProxy(self._mapping[key])
-
-
 def format_html(fmt: str, /, *args: Any, **kwargs: Any) -> str:
     """``fmt.format(*args, **kwargs)`` with every field HTML-escaped, wherever it lands
     (see format_mod_html()); returns markup as str."""
@@ -1057,6 +1037,12 @@ class HtmlTextBase(str):
         return _new_str(type(self), format_mod(str(self), arg))
 
     def join(self, iterable: Iterable[Any], /) -> Any:
+        if _nonced is not None:
+            if type(iterable) is not list and type(iterable) is not tuple:
+                iterable = list(iterable)
+            for item in iterable:
+                if type(item) is _nonced:
+                    return _nonced_join(iterable, self)
         return _new_str(type(self), str.join(self, [markup_of(x) for x in iterable]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
@@ -1065,9 +1051,6 @@ class HtmlTextBase(str):
         if not isinstance(fmt, str):
             _refuse(fmt, args, kwargs)
         proxies = {k: _FieldProxy(v) for k, v in kwargs.items()}
-        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
-        if nonced is not None:
-            fmt, proxies[_NONCE_FIELD] = nonced
         return _new_str(type(self), str.format(fmt, *[_FieldProxy(a) for a in args], **proxies))
 
     def format_map(self, mapping: Any, /) -> Any:
@@ -1075,12 +1058,7 @@ class HtmlTextBase(str):
         fmt = _rewrite_format(source)
         if not isinstance(fmt, str):
             _refuse(fmt, (mapping,), None)
-        proxy = _MappingProxy(mapping)
-        nonced = _nonce_field(source) if _nonce_used[0] and "<" in source else None
-        if nonced is not None:
-            fmt, nonce = nonced
-            proxy = _NoncedMappingProxy(mapping, nonce)
-        return _new_str(type(self), str.format_map(fmt, proxy))
+        return _new_str(type(self), str.format_map(fmt, _MappingProxy(mapping)))
 
 
 # Values formatted outside text are escaped by the escaping engine's escapers, built on

@@ -51,14 +51,21 @@ class setting:  # lower case: used like contextlib's functions
 
 
 class InContext:
-    """Iterate *iterable* with each step, and ``close()``, inside ``enter()``."""
+    """Iterate *iterable* with each step, and ``close()``, inside ``enter()``; with
+    *each*, each item is ``each(item)``, made inside ``enter()`` too."""
 
-    __slots__ = ("_enter", "_iter", "_iterable")
+    __slots__ = ("_each", "_enter", "_iter", "_iterable")
 
-    def __init__(self, iterable: Iterable[Any], enter: ContextFactory) -> None:
+    def __init__(
+        self,
+        iterable: Iterable[Any],
+        enter: ContextFactory,
+        each: Callable[[Any], Any] | None = None,
+    ) -> None:
         self._iterable = iterable
         self._iter: Iterator[Any] | None = None
         self._enter = enter
+        self._each = each
 
     def __iter__(self) -> InContext:
         return self
@@ -69,7 +76,8 @@ class InContext:
             if self._iter is None:
                 # iter() too: a body's __iter__ may already run the application's code.
                 self._iter = iter(self._iterable)
-            return next(self._iter)
+            item = next(self._iter)
+            return item if self._each is None else self._each(item)
 
     def close(self) -> None:
         close = getattr(self._iterable, "close", None)
@@ -79,7 +87,10 @@ class InContext:
 
 
 def in_context(
-    iterable: Iterable[_T], enter: ContextFactory, environ: Mapping[str, Any] | None = None
+    iterable: Iterable[_T],
+    enter: ContextFactory,
+    environ: Mapping[str, Any] | None = None,
+    each: Callable[[_T], _T] | None = None,
 ) -> Iterable[_T]:
     """*iterable* with each step inside ``enter()`` (see :class:`InContext`).
 
@@ -88,12 +99,15 @@ def in_context(
     those are returned as they are.
     """
     if isinstance(iterable, (list, tuple)):
+        if each is not None:
+            with enter():
+                return [each(item) for item in iterable]
         return iterable
     if environ is not None:
         wrapper = environ.get("wsgi.file_wrapper")
         if isinstance(wrapper, type) and isinstance(iterable, wrapper):
             return iterable
-    return InContext(iterable, enter)
+    return InContext(iterable, enter, each)
 
 
 class AsyncInContext:
@@ -104,12 +118,18 @@ class AsyncInContext:
     it in this task's context only, which no other task shares.
     """
 
-    __slots__ = ("_enter", "_iter", "_iterable")
+    __slots__ = ("_each", "_enter", "_iter", "_iterable")
 
-    def __init__(self, iterable: AsyncIterable[Any], enter: ContextFactory) -> None:
+    def __init__(
+        self,
+        iterable: AsyncIterable[Any],
+        enter: ContextFactory,
+        each: Callable[[Any], Any] | None = None,
+    ) -> None:
         self._iterable = iterable
         self._iter: AsyncIterator[Any] | None = None
         self._enter = enter
+        self._each = each
 
     def __aiter__(self) -> AsyncInContext:
         return self
@@ -119,7 +139,8 @@ class AsyncInContext:
         with self._enter():
             if self._iter is None:
                 self._iter = self._iterable.__aiter__()
-            return await self._iter.__anext__()
+            item = await self._iter.__anext__()
+            return item if self._each is None else self._each(item)
 
     async def aclose(self) -> None:
         # An async generator's __aiter__ is itself: the iterable is what to close.
@@ -130,6 +151,8 @@ class AsyncInContext:
                 await aclose()
 
 
-def in_context_async(iterable: AsyncIterable[_T], enter: ContextFactory) -> AsyncIterator[_T]:
+def in_context_async(
+    iterable: AsyncIterable[_T], enter: ContextFactory, each: Callable[[_T], _T] | None = None
+) -> AsyncIterator[_T]:
     """Async *iterable* with each step inside ``enter()`` (see :class:`AsyncInContext`)."""
-    return AsyncInContext(iterable, enter)
+    return AsyncInContext(iterable, enter, each)

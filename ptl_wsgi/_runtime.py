@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["COMPILER_VERSION", "mark_html_template", "mark_plain_template"]
 
 #: Part of every bytecode cache file name: bump it whenever generated code changes.
-COMPILER_VERSION = "18"
+COMPILER_VERSION = "20"
 
 
 def mark_html_template(function: _F) -> _F:

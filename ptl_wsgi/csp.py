@@ -7,6 +7,9 @@ the response's header, made by :func:`content_security_policy`, names it.
 * :func:`new_nonce`, :func:`csp_nonce`, :func:`nonce_scope` and
   :func:`content_security_policy` are the public API (also importable from
   ``ptl_wsgi.safety``, their former home, until 0.3);
+* :func:`written` is a page as it is sent: a template's markup carries where the
+  nonce goes, and only this (which the integrations call) and the markup's
+  ``encode()`` write it in (:mod:`ptl_wsgi.escaping.nonce`);
 * :class:`RequestNonce` is one request's state, as :class:`ptl_wsgi.wsgi.CSP`,
   the Flask extension and Django's ``CSPMiddleware`` keep it;
   :func:`in_nonce_scope` (:func:`in_nonce_scope_async`) runs a response body
@@ -34,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from ptl_wsgi._iterate_in_context import in_context, in_context_async, setting
-from ptl_wsgi.escaping.nonce import CURRENT, USED, enter
+from ptl_wsgi.escaping.nonce import CURRENT, USED, enter, written
 from ptl_wsgi.escaping.nonce import check as check_nonce
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "new_nonce",
     "nonce_scope",
     "script_hash",
+    "written",
 ]
 
 _T = TypeVar("_T")
@@ -127,21 +131,24 @@ def nonce_scope(nonce: str | None = None) -> Iterator[str]:
 def in_nonce_scope(
     body: Iterable[_T], nonce: str, environ: Mapping[str, Any] | None = None
 ) -> Iterable[_T]:
-    """*body* with *nonce* current around each step and ``close()``.
+    """*body* with *nonce* current around each step and ``close()``, each chunk
+    :func:`written` there (the framework may encode it after the step).
 
     A body is iterated after the request's scope was left (by the server,
-    perhaps in another context).  Lists and the server's file wrapper are
-    returned as they are (see :func:`ptl_wsgi._iterate_in_context.in_context`).
+    perhaps in another context).  The server's file wrapper is returned as it is,
+    a list or tuple as a list of its chunks written (see
+    :func:`ptl_wsgi._iterate_in_context.in_context`).
     """
     USED[0] = True
-    return in_context(body, functools.partial(setting, _nonce, check_nonce(nonce)), environ)
+    enter_scope = functools.partial(setting, _nonce, check_nonce(nonce))
+    return in_context(body, enter_scope, environ, written)
 
 
 def in_nonce_scope_async(body: AsyncIterable[_T], nonce: str) -> AsyncIterator[_T]:
     """Async *body* with *nonce* current around each step and ``aclose()``
     (as :func:`in_nonce_scope`, for async streams)."""
     USED[0] = True
-    return in_context_async(body, functools.partial(setting, _nonce, check_nonce(nonce)))
+    return in_context_async(body, functools.partial(setting, _nonce, check_nonce(nonce)), written)
 
 
 #: In *directives*, the request's nonce source: ``{"style-src": [NONCE]}`` is

@@ -12,8 +12,7 @@ from ptl_wsgi.escaping.escapers import for_class, one_for_class, percent_field, 
 from ptl_wsgi.escaping.escapers import format_value as _format_value
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as nonce_used
-from ptl_wsgi.escaping.nonce import attribute as nonce_attribute
-from ptl_wsgi.escaping.nonce import inserted as _inserted
+from ptl_wsgi.escaping.nonce import mark as nonce_mark
 from ptl_wsgi.escaping.rules import UNSAFE_CSS
 from ptl_wsgi.html import IMPLEMENTATION, format_field, htmltext, implementation
 
@@ -35,7 +34,8 @@ __all__ = [
     "contextual_format",
     "format_value",
     "nonce",
-    "nonce_attribute",
+    "nonce_mark",
+    "nonce_marked",
     "nonce_used",
     "nonced",
     "percent_field",
@@ -84,12 +84,19 @@ nonce = _nonce.get
 # calling :func:`nonced` (with CSP off a literal that could take a nonce costs a lookup).
 
 
-def nonced(literal: htmltext, slots: tuple[int, ...]) -> htmltext:
-    """*literal* with the request's nonce attribute at *slots*, which the compiler found."""
-    current = _nonce.get()
-    if current is None:
+_made_nonced = implementation(IMPLEMENTATION).nonced.literal
+#: An f-string's markup with the nonce marks (``nonce_mark``) taken out into slots.
+nonce_marked = implementation(IMPLEMENTATION).nonced.marked
+
+
+def nonced(literal: htmltext, slots: tuple[int, ...], placed: bool = False) -> htmltext:
+    """*literal* carrying *slots*, where the compiler found the request's nonce goes
+    (``escaping.nonce``: it goes in when the page is written out); outside a nonce
+    scope, *literal* itself.  *placed*: found from where a ``+`` chain puts it."""
+    if _nonce.get() is None:
         return literal
-    return htmltext(_inserted(str(literal), slots, f' nonce="{current}"'))
+    made: htmltext = _made_nonced(str.__str__(literal), slots, placed)
+    return made
 
 
 def format_value(value: Any, conversion: int, spec: str) -> Any:

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 from ptl_wsgi.escaping.nonce import CURRENT as _nonce
 from ptl_wsgi.escaping.nonce import USED as _nonce_used
+from ptl_wsgi.escaping.nonce import carrier as _nonce_carrier
 from ptl_wsgi.escaping.rules import is_markup, is_template
 
 # Not typing.TYPE_CHECKING: importing typing costs every one-shot process its time.
@@ -39,6 +40,9 @@ __all__ = [
     "format_field",
     "field_output",
     "percent_output",
+    "outside_text",
+    "field_outside_text",
+    "percent_outside_text",
     "loop_output",
     "first_of",
     "IMPLEMENTATION",
@@ -64,8 +68,11 @@ def _escape_kwargs(markup_of: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return dict(zip(kwargs, _escape_args(markup_of, kwargs.values()), strict=True))
 
 
-def _template_io(markup_of: Any, stringify: Any, cls: type, twin_name: str) -> type:
+def _template_io(
+    markup_of: Any, stringify: Any, cls: type, twin_name: str, join: Any, nonced: type
+) -> type:
     """TemplateIO over one twin's functions (no benchmark reaches it: no C of its own)."""
+    carriers = (nonced,)
 
     class TemplateIO:
         """Accumulates output; with ``html=True`` it escapes what it is given.
@@ -81,15 +88,25 @@ def _template_io(markup_of: Any, stringify: Any, cls: type, twin_name: str) -> t
             self._parts: list[str] = []
 
         def __iadd__(self, value: Any, /) -> TemplateIO:
-            if value is not None:
-                self._parts.append(markup_of(value) if self.html else stringify(value))
+            self(value)
             return self
 
         def __call__(self, value: Any) -> None:
             if value is not None:
-                self._parts.append(markup_of(value) if self.html else stringify(value))
+                if not self.html:
+                    self._parts.append(stringify(value))
+                elif type(value) in carriers:  # (markup carrying nonce slots: kept)
+                    self._parts.append(value)
+                else:
+                    self._parts.append(markup_of(value))
 
         def getvalue(self) -> Any:
+            if self.html and any(type(part) in carriers for part in self._parts):
+                # Joined as html_join joins markup: slots kept where their markup lands
+                # in text.
+                return join(
+                    [p if type(p) in carriers else str.__new__(cls, p) for p in self._parts]
+                )
             text = "".join(self._parts)
             return str.__new__(cls, text) if self.html else text
 
@@ -197,19 +214,28 @@ def _build(twin: ModuleType) -> SimpleNamespace:
     cls = type("htmltext", (twin.HtmlTextBase,), namespace)
     cls.__qualname__ = "htmltext"
     twin.register(cls)
+    nonced, nonced_join = _nonce_carrier(cls, markup_of, twin.template_join)
+    twin.register_nonced(nonced, nonced_join, _nonce_used)
     api = SimpleNamespace(
         name=twin_name,
         module=twin,
         htmltext=cls,
+        nonced=nonced,
         htmlescape=twin.htmlescape,
         htmlformat=twin.htmlformat,
         stringify=twin.stringify,
-        TemplateIO=_template_io(twin.markup_of, twin.stringify, cls, twin_name),
+        TemplateIO=_template_io(
+            twin.markup_of, twin.stringify, cls, twin_name, twin.html_join, nonced
+        ),
         html_join=twin.html_join,
+        template_join=twin.template_join,
         plain_join=twin.plain_join,
         format_field=twin.format_field,
         field_output=twin.field_output,
         percent_output=twin.percent_output,
+        outside_text=twin.outside_text,
+        field_outside_text=twin.field_outside_text,
+        percent_outside_text=twin.percent_outside_text,
         loop_output=twin.loop_output,
         first_of=twin.first_of,
         escape_str=twin.escape_str,
@@ -303,7 +329,11 @@ def _htmlformat_in_context(template: Any, /, join_items: bool = True) -> Any:
     from ptl_wsgi.escaping.planner import contextual_format
 
     escapers = for_class(htmltext, implementation(IMPLEMENTATION).module)
-    return htmltext(contextual_format(template, escapers, format_field, join_items))
+    if not _in_nonce_scope():
+        return htmltext(contextual_format(template, escapers, format_field, join_items))
+    # The nonce slots of its literals (nested ones in text too), carried by its markup.
+    # (whether it ends in text, with its values, is followed if something is added after it)
+    return _marked(contextual_format(template, escapers, format_field, join_items, marks=True))
 
 
 def _fstring_in_context(template: Any, /) -> Any:
@@ -315,6 +345,7 @@ def _in_nonce_scope() -> bool:
     return _nonce_used[0] and _nonce.get() is not None
 
 
+_marked = _active.nonced.marked
 _active.module.set_htmlformat(_text_only_strings, _htmlformat_in_context, _fstring_in_context)
 
 #: A t-string as htmltext, each value escaped for the context it lands in.
@@ -344,10 +375,15 @@ html_fstring = _active.module.contextual_fstring
 stringify = _active.stringify
 TemplateIO = _active.TemplateIO
 html_join = _active.html_join
+# A compiled template's join (trusts its parts' places: not for application code).
+_template_join = _active.template_join
 plain_join = _active.plain_join
 format_field = _active.format_field
 field_output = _active.field_output
 percent_output = _active.percent_output
+outside_text = _active.outside_text
+field_outside_text = _active.field_outside_text
+percent_outside_text = _active.percent_outside_text
 loop_output = _active.loop_output
 first_of = _active.first_of
 
@@ -397,8 +433,13 @@ def _html_formatters() -> dict[str, Any]:
     cls = htmltext
     mod, fmt_args, fmt_map = twin.format_mod_html, twin.format_html, twin.format_map_html
 
+    nonced = implementation(IMPLEMENTATION).nonced
+
     def format_mod_html(fmt: Any, arg: Any, nonces: Any = (), /) -> Any:
-        return cls(mod(str(fmt), arg, nonces))
+        formatted = mod(str(fmt), arg, nonces)
+        if nonces and type(formatted) is tuple:  # (text, slots) in a nonce scope
+            return nonced.made(*formatted)
+        return cls(formatted)
 
     def format_html(fmt: Any, /, *args: Any, **kwargs: Any) -> Any:
         return cls(fmt_args(str(fmt), *args, **kwargs))

@@ -9,7 +9,10 @@ active backend and then apply one rule:
 * the translation of a plain ``str`` is a plain ``str``, escaped on output as always.
 
 A translation whose markup differs from its msgid's is still trusted: translators' catalogs
-are part of the application, like its templates.  ``%``, ``format()`` and ``format_map()`` on a
+are part of the application, like its templates.  But markup must end in text, as a
+msgid a template writes does: a translation that leaves a tag, an attribute or raw text
+open (what follows it would land there, a CSP nonce included) is returned escaped, shown
+as text.  ``%``, ``format()`` and ``format_map()`` on a
 trusted translation are htmltext's: each value is escaped for the place it lands in the
 translated markup (docs/contextual-escaping.md, "Formatting at run time").
 
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ptl_wsgi.escaping.rules import is_markup
-from ptl_wsgi.html import htmltext
+from ptl_wsgi.html import htmlescape, htmltext
 
 __all__ = [
     "_",
@@ -129,7 +132,34 @@ def _markup(message: Any) -> str | None:
 
 
 def _result(translated: str, trusted: bool) -> str:
-    return htmltext(translated) if trusted else str(translated)
+    if not trusted:
+        return str(translated)
+    text = str(translated)
+    # A catalog is not the template's author: markup it gives must end in text, as the
+    # msgid the template wrote does, or what follows it (a literal's script, with the
+    # request's CSP nonce) would land in a tag or an attribute it left open.  Such a
+    # translation is shown as text.
+    return htmltext(text) if _balanced(text) else htmlescape(text)
+
+
+_BALANCED: dict[str, bool] = {}
+_MAX_BALANCED = 4096
+
+
+def _balanced(text: str) -> bool:
+    """Whether markup *text*, parsed from text, ends in text (cached per text)."""
+    known = _BALANCED.get(text)
+    if known is None:
+        from ptl_wsgi.escaping.context import TEXT, ContextError, advance, settle
+
+        try:
+            known = settle(advance(TEXT, text)) == TEXT  # (nothing held back, not even "<")
+        except ContextError:
+            known = False
+        if len(_BALANCED) >= _MAX_BALANCED:
+            _BALANCED.clear()  # catalog strings are few; a flood is not kept
+        _BALANCED[text] = known
+    return known
 
 
 def _trust(*messages: Any) -> tuple[bool, list[str]]:

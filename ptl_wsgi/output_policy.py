@@ -9,6 +9,9 @@ these functions, so the rule is the same everywhere:
   ``__html__``, a t-string's ``Template`` rendered as by
   :func:`~ptl_wsgi.html.htmlformat`) passes and everything else (a ``[plain]``
   template's str, a str, bytes, numbers) is escaped;
+* markup a template's literals wrote carries the CSP nonce's slots
+  (:mod:`ptl_wsgi.escaping.nonce`): the request's nonce goes in here, as the
+  markup enters the response, and nowhere before;
 * raw text is explicit: :func:`text` (and each integration's ``render_text``)
   returns a template's output as plain ``str``, for mail bodies and
   ``text/plain`` responses (a ``Template`` as its plain f-string would be).
@@ -21,12 +24,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ptl_wsgi.escaping import rules
+from ptl_wsgi.escaping.nonce import written
 from ptl_wsgi.html import htmlescape, htmltext
 
 __all__ = [
     "body_bytes",
     "chunks",
     "encoded",
+    "written_chunks",
     "is_html_type",
     "is_markup",
     "joined",
@@ -73,13 +78,15 @@ def _decoded(value: Any) -> Any:
 
 
 def markup(value: Any) -> htmltext:
-    """*value* as it may enter an HTML response: markup as it is, anything else escaped.
+    """*value* as it may enter an HTML response: markup as it is (with the request's CSP
+    nonce in the tags its template's literals wrote), anything else escaped.
 
     Bytes are read as UTF-8 and escaped like str; ``None`` is the empty string.
     """
     if value is None:
         return htmltext("")
-    return htmlescape(_decoded(value))
+    made: htmltext = written(htmlescape(_decoded(value)))
+    return made
 
 
 def chunks(result: Any) -> Iterator[htmltext]:
@@ -91,7 +98,7 @@ def chunks(result: Any) -> Iterator[htmltext]:
     items: Iterable[Any] = result if isinstance(result, Iterator) else (result,)
     for item in items:
         if item is not None:
-            yield htmlescape(_decoded(item))
+            yield written(htmlescape(_decoded(item)))
 
 
 def joined(result: Any) -> htmltext:
@@ -140,6 +147,29 @@ class encoded:  # lower case: used like a function, as chunks() is
         while chunk is None:  # as chunks() skips them
             chunk = next(self._iter)
         return body_bytes(chunk, self._html)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+class written_chunks:  # lower case: used like a function, as chunks() is
+    """Iterate a body's *chunks*, each written out (:func:`ptl_wsgi.csp.written`) as it is
+    produced, for a framework that encodes a ``str`` chunk itself; ``close()`` reaches the
+    chunks' own."""
+
+    __slots__ = ("_chunks", "_iter")
+
+    def __init__(self, chunks: Iterable[Any]) -> None:
+        self._chunks = chunks
+        self._iter = iter(chunks)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        return written(next(self._iter))
 
     def close(self) -> None:
         close = getattr(self._chunks, "close", None)

@@ -162,6 +162,7 @@ class _ContextualWalk(_OutputPieces):
                 if self.inline_scripts is not None:
                     self.inline_scripts.value()
                 piece.escaper = self.escaper_at(ctx, piece.node)
+                piece.in_text = ends_in_text(ctx)
                 ctx = after_value(ctx)
         self.ctx = ctx
 
@@ -438,10 +439,19 @@ class _ContextualWalk(_OutputPieces):
 
     def check_end(self, ctx: Context | None, node: ast.stmt, template: ast.AST) -> None:
         """A template's output must end in text (where it starts) wherever it ends."""
-        # A lone "<" at the end is text to a browser (and a template's output is assumed
-        # balanced by its callers).
-        if not self.tracking or ctx is None or ends_in_text(ctx):
+        # Not even a lone "<" held back: text to a browser at the page's end, but a
+        # template's output is output in its callers, which take it to be balanced: the
+        # markup after it would make that "<" a tag (and carry a CSP nonce into it).
+        if not self.tracking or ctx is None or (ends_in_text(ctx) and not ctx.pending):
             return
+        if ends_in_text(ctx):
+            raise self.error(
+                f"template {getattr(self.template, 'name', '')!r} ends in a lone '<': "
+                "its callers' markup after it would make it a tag; write &lt;",
+                self.header(template)
+                if isinstance(template, (ast.FunctionDef, ast.AsyncFunctionDef))
+                else node,
+            )
         where = (
             self.header(template)
             if isinstance(template, (ast.FunctionDef, ast.AsyncFunctionDef))

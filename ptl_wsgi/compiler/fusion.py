@@ -10,7 +10,15 @@ from ptl_wsgi.compiler.names import _ESCAPER, _OUT
 from ptl_wsgi.compiler.nodes import _is_none, _located, _name, _target_name
 
 # Calls that output a fused loop's item (besides the escapers).
-_ITEM_OUTPUTS = frozenset({"_ptl_field_output", "_ptl_percent_output"})
+_ITEM_OUTPUTS = frozenset(
+    {
+        "_ptl_field_output",
+        "_ptl_percent_output",
+        "_ptl_outside_text",
+        "_ptl_field_outside",
+        "_ptl_percent_outside",
+    }
+)
 # Names (of builtins or attributes) that can read a template's local variables, which
 # fused loops do not bind: a module that mentions one anywhere gets no fused loop.
 _FRAME_READERS = frozenset(

@@ -9,11 +9,15 @@ RESERVED_PREFIX = "_ptl_"
 
 _RUNTIME_NAMES = (
     ("htmltext", "_ptl_htmltext"),
-    ("html_join", "_ptl_html_join"),
+    ("_template_join", "_ptl_html_join"),
     ("plain_join", "_ptl_plain_join"),
     ("format_field", "_ptl_format_field"),
     ("field_output", "_ptl_field_output"),
     ("percent_output", "_ptl_percent_output"),
+    # The same outside text (an attribute value, RCDATA): no nonce slots kept.
+    ("outside_text", "_ptl_outside_text"),
+    ("field_outside_text", "_ptl_field_outside"),
+    ("percent_outside_text", "_ptl_percent_outside"),
     ("loop_output", "_ptl_loop_output"),
     ("first_of", "_ptl_first_of"),
 )
@@ -30,10 +34,12 @@ _CONTEXT_HELPERS = (
     ("percent_field", "_ptl_ctx_field"),
     ("int", "_ptl_int"),
     ("type", "_ptl_type"),
-    # A literal's CSP nonce: the nonce scope's (None outside one), inserted at slots.
+    # A literal's CSP nonce slots, carried by its markup in a nonce scope (an f-string's
+    # marked where they are, and taken out again): the nonce goes in when written out.
     ("nonce_used", "_ptl_nonce_used"),
     ("nonced", "_ptl_nonced"),
-    ("nonce_attribute", "_ptl_nonce_attr"),
+    ("nonce_mark", "_ptl_nonce_mark"),
+    ("nonce_marked", "_ptl_nonce_marked"),
 )
 # htmltext's %, format() and format_map() escape each value for where it lands in the
 # format, parsed on its own from text (ptl_wsgi.escaping.formatting); a literal format of an

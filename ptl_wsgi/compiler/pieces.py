@@ -45,6 +45,7 @@ class _Value:
     spec: ast.expr | None = None
     fmt: ast.expr | None = None  # the whole format, for a lone %s whose value may be a tuple
     escaper: str | None = None  # where the value lands needs more than HTML escaping
+    in_text: bool = True  # lands in text itself (else in an attribute value or RCDATA)
     nested: bool = False  # a literal f-string or t-string, not visited yet (see value_code)
 
 
@@ -440,11 +441,12 @@ class _OutputPieces(_TemplateState):
             statement._ptl_pieces = pieces  # type: ignore[attr-defined]
         return statement
 
-    def nonced(self, literal: ast.Name, piece: _Text) -> ast.expr:
-        """*literal*, or where its text takes the CSP nonce, the expression that inserts
-        the request's nonce there in a nonce scope (the literal itself outside one):
+    def nonced(self, literal: ast.Name, piece: _Text, placed: bool = False) -> ast.expr:
+        """*literal*, or where its text takes the CSP nonce, the markup that carries
+        those slots in a nonce scope (the literal itself outside one):
         ``(_ptl_nonced(lit, slots) if _ptl_nonce_used[0] else lit)``: until a process
-        enters a nonce scope (CSP off), a list lookup."""
+        enters a nonce scope (CSP off), a list lookup.  *placed*: the slots were found
+        from where a ``+`` chain puts the literal, not from text."""
         if not piece.nonces:
             return literal
         node = piece.node
@@ -453,16 +455,20 @@ class _OutputPieces(_TemplateState):
             _name("_ptl_nonce_used", node), _located(ast.Constant(0), node), ast.Load()
         )
         slots = _located(ast.Constant(cast(Any, piece.nonces)), node)  # (a tuple constant)
-        insert = _call(_name("_ptl_nonced", node), [_name(literal.id, node), slots], node)
+        args: list[ast.expr] = [_name(literal.id, node), slots]
+        if placed:
+            args.append(_located(ast.Constant(True), node))
+        insert = _call(_name("_ptl_nonced", node), args, node)
         return _located(ast.IfExp(_located(test, node), insert, literal), node)
 
     def nonce_fields(
         self, values: list[ast.expr], nonces: tuple[tuple[int, ...], ...], own: bool = True
     ) -> list[ast.expr]:
-        """An f-string's *values* with a field that writes the CSP nonce attribute at
-        each slot of its literal parts (*nonces*, one tuple per part, in order):
-        ``(_ptl_nonce_attr() if _ptl_nonce_used[0] else "")``, empty outside a scope."""
-        self.helpers.update(("_ptl_nonce_used", "_ptl_nonce_attr"))
+        """An f-string's *values* with a field that marks each slot of its literal parts
+        (*nonces*, one tuple per part, in order) for ``_ptl_nonce_marked``, which takes
+        the marks out into slots its markup carries:
+        ``(_ptl_nonce_mark() if _ptl_nonce_used[0] else "")``, empty outside a scope."""
+        self.helpers.update(("_ptl_nonce_used", "_ptl_nonce_mark", "_ptl_nonce_marked"))
         parts = iter(nonces)
         out: list[ast.expr] = []
         for value in values:
@@ -478,7 +484,7 @@ class _OutputPieces(_TemplateState):
                 test = ast.Subscript(
                     _name("_ptl_nonce_used", value), _located(ast.Constant(0), value), ast.Load()
                 )
-                attribute = _call(_name("_ptl_nonce_attr", value), [], value)
+                attribute = _call(_name("_ptl_nonce_mark", value), [], value)
                 empty = _located(ast.Constant(""), value)
                 field = _located(ast.IfExp(_located(test, value), attribute, empty), value)
                 if not own:  # (evaluated out of place: see _ContextualWalk.settle_nonces)
@@ -501,6 +507,9 @@ class _OutputPieces(_TemplateState):
             return self.escaped(piece, piece.escaper, joined=True)
         node, expr = piece.node, piece.value
         if piece.rule == _RAW:
+            if not piece.in_text:
+                # Markup that carries nonce slots keeps none outside text (escaping.nonce).
+                return _call(_name("_ptl_outside_text", node), [expr], node)
             return expr  # as it is: the final join escapes it
         if piece.conversion != -1 or piece.spec is not None:
             formatted = _call(
@@ -515,8 +524,10 @@ class _OutputPieces(_TemplateState):
         # construct it came from.
         if piece.rule == _PERCENT:
             fmt = piece.fmt or _located(ast.Constant(None), node)
-            return _call(_name("_ptl_percent_output", node), [expr, fmt], node)
-        return _call(_name("_ptl_field_output", node), [expr], node)
+            output = "_ptl_percent_output" if piece.in_text else "_ptl_percent_outside"
+            return _call(_name(output, node), [expr, fmt], node)
+        output = "_ptl_field_output" if piece.in_text else "_ptl_field_outside"
+        return _call(_name(output, node), [expr], node)
 
     def spec(self, part: ast.FormattedValue) -> ast.expr:
         """The field's format spec as a plain str expression (never htmltext)."""

@@ -22,6 +22,7 @@ from ptl_wsgi.compiler.pieces import (
     _text_of,
     _Value,
 )
+from ptl_wsgi.escaping.context import TEXT, ends_in_text
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 
@@ -149,6 +150,8 @@ class _Transformer(_LoopFusion):
                 if escaper is not None:
                     piece = _Value(value.elt, node.value.elt, _RAW)
                     value.elt = self.escaped(piece, escaper, joined=True)
+                elif self.ctx is not None and not ends_in_text(self.ctx):
+                    value.elt = _call(_name("_ptl_outside_text", node), [value.elt], node)
             func = ast.Attribute(_name(_OUT, node), "extend", ast.Load())
             return _located(ast.Expr(_call(func, [value], node)), node)
         pieces: list[_Piece] | None = (
@@ -257,7 +260,9 @@ class _Transformer(_LoopFusion):
             # in where it is evaluated (in a nonce scope), as it would where it is output.
             slots = self.evaluated_nonces(node.value, node)
             if slots:
-                nonced = self.nonced(_name(self.hoist(node), node), _Text(node.value, node, slots))
+                start = getattr(node, "_ptl_from", TEXT)
+                literal, text = _name(self.hoist(node), node), _Text(node.value, node, slots)
+                nonced = self.nonced(literal, text, start is not None and start != TEXT)
                 self.nonce_gates.append(nonced)
                 return nonced
         return _name(self.hoist(node), node)
@@ -339,6 +344,7 @@ class _Transformer(_LoopFusion):
                 part.format_spec = None
         if nonces:
             node.values = self.nonce_fields(node.values, nonces, own)
+            return _call(_name("_ptl_nonce_marked", node), [node], node)
         return _call(_name("_ptl_htmltext", node), [node], node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:

@@ -326,10 +326,16 @@ def _stream_in_scope(response: StreamingHttpResponse, state: RequestNonce) -> No
     ``FileResponse`` is left alone: it renders no template, and the server's file
     wrapper sends it.)
     """
+    # The chunks as the view made them, before make_bytes() encodes them (which the
+    # streaming_content getter does): each is written out (csp.written) in its step, the
+    # nonce in the tags its template's literals wrote.  Django keeps them in _iterator
+    # (since 1.5); without it, the encoded chunks are sent as they are (fail closed).
+    made = getattr(response, "_iterator", None)
+    content = response.streaming_content if made is None else made
     if response.is_async:
-        response.streaming_content = state.iterate_async(response.streaming_content)
+        response.streaming_content = state.iterate_async(content)
     else:
-        response.streaming_content = state.iterate(response.streaming_content)
+        response.streaming_content = state.iterate(content)
     # The original iterator's close() is among the response's closers, which close() calls.
     response.close = state.close_in_scope(response.close)
 

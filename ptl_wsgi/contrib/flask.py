@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import flask
 import jinja2
 from flask import Flask, Response, current_app, has_request_context, request
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
@@ -116,7 +117,9 @@ class PTL(_core.Extension):
 
 def _guard(app: Flask) -> None:
     """Wrap ``app.wsgi_app``: its responses held to the header policy
-    (:func:`ptl_wsgi.wsgi.call_checked`), the CSP header added where one has none."""
+    (:func:`ptl_wsgi.wsgi.call_checked`), the CSP header added where one has none; and
+    ``app.make_response``: what a view returns written out (:func:`_core.written_value`)."""
+    _write_responses(app)
     inner = app.wsgi_app
     if getattr(inner, "_ptl_guard", False):
         return  # PTL(app) twice
@@ -140,6 +143,24 @@ def _guard(app: Flask) -> None:
 
     wsgi_app._ptl_guard = True  # type: ignore[attr-defined]
     app.wsgi_app = wsgi_app  # type: ignore[method-assign]
+
+
+def _write_responses(app: Flask) -> None:
+    make_response = app.make_response
+    if getattr(make_response, "_ptl_guard", False):
+        return
+
+    @functools.wraps(make_response)
+    def written_response(returned: Any) -> Any:
+        if isinstance(returned, WerkzeugResponse):
+            if returned.is_streamed and not returned.direct_passthrough:
+                # (a view's own Response of a generator; not a file the server sends)
+                returned.response = output_policy.written_chunks(returned.response)
+            return make_response(returned)
+        return make_response(_core.written_value(returned))
+
+    written_response._ptl_guard = True  # type: ignore[attr-defined]
+    app.make_response = written_response  # type: ignore[method-assign, assignment]
 
 
 _CSP = _core.CSP_HEADER.lower()

@@ -44,7 +44,13 @@ from jinja2.runtime import Context
 
 from ptl_wsgi import loader as _loader
 from ptl_wsgi import output_policy
-from ptl_wsgi.csp import CSP_NONCE_KEY, RequestNonce, content_security_policy, in_nonce_scope
+from ptl_wsgi.csp import (
+    CSP_NONCE_KEY,
+    RequestNonce,
+    content_security_policy,
+    in_nonce_scope,
+    written,
+)
 from ptl_wsgi.csp import HEADER as CSP_HEADER
 from ptl_wsgi.forms.adapters import register as register_forms_adapter
 from ptl_wsgi.headers import HeaderError, as_header_error
@@ -481,6 +487,8 @@ class _PTLModule:
                     f"import {path!r}, the file, not {template.name!r}, one of its templates"
                 )
             module = get_loader(template._app).module(path)
+        # (called from Jinja2, a function's markup is Jinja2's to compose: Jinja2's
+        # escape() makes plain Markup of it, so its tags take no nonce, fail closed)
         return getattr(module, attribute)
 
 
@@ -695,6 +703,18 @@ def explain(app: App, name: str) -> None:
 
 
 # -- Content-Security-Policy: the settings both frameworks read --------------------------------
+
+
+def written_value(returned: Any, streams: bool = True) -> Any:
+    """What a view returned (a body, or a ``(body, status, headers)`` tuple), with
+    markup carrying nonce slots written out (:func:`ptl_wsgi.csp.written`) and, with
+    *streams*, a streamed body's chunks written as they are produced: the framework
+    encodes a ``str`` body itself, where no nonce may go in any more."""
+    if isinstance(returned, tuple) and returned:
+        return (written_value(returned[0], streams), *returned[1:])
+    if streams and isinstance(returned, Iterator) and not isinstance(returned, (str, bytes)):
+        return output_policy.written_chunks(returned)
+    return written(returned)
 
 
 def csp_on(app: App) -> bool:

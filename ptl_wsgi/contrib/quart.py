@@ -116,6 +116,17 @@ def _guard(app: Quart, framework: _Quart) -> None:
     _core.refuse_library_header_errors(
         app, framework, "handle_websocket_exception", _current_websocket
     )
+    make_response = app.make_response
+    if not getattr(make_response, "_ptl_guard", False):
+
+        @functools.wraps(make_response)
+        async def written_response(*args: Any) -> Any:
+            # What a view returns written out (its streamed bodies, which Quart takes
+            # only as real generators: in _held, each chunk as Quart iterates it).
+            return await make_response(*(_core.written_value(arg, False) for arg in args))
+
+        written_response._ptl_guard = True  # type: ignore[attr-defined]
+        app.make_response = written_response  # type: ignore[method-assign, assignment]
     for method, csp in (("handle_request", True), ("handle_websocket", False)):
         handle = getattr(app, method)
         if not getattr(handle, "_ptl_guard", False):  # else PTL(app) twice

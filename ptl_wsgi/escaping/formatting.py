@@ -39,7 +39,6 @@ __all__ = [
     "template_markup",
     "escaper",
     "field_escaped",
-    "nonce_slots",
     "percent_escaped",
     "percent_plan",
     "plan",
@@ -62,25 +61,6 @@ def plan(strings: tuple[str, ...], numbers: tuple[bool, ...] = ()) -> tuple[str 
 
     found = plan_parts(strings, numbers)
     return None if found.text_only else found.names
-
-
-def nonce_slots(
-    strings: tuple[str, ...], fields: tuple[str, ...] = ()
-) -> tuple[tuple[int, ...], ...]:
-    """Where the CSP nonce attribute goes in each literal text of a format (offsets,
-    ``()`` when no tag there takes one); *fields* are its %-conversions, if any.
-
-    Nonce-free and cached with the plan: the twins insert the nonce per render.
-    Raises as :func:`plan` does.
-    """
-    if not any("<" in text for text in strings):
-        return ()
-    from ptl_wsgi.escaping.planner import plan as plan_parts
-
-    return plan_parts(strings, tuple(digits_only(field) for field in fields)).nonces
-
-
-# -- % ------------------------------------------------------------------------------
 
 
 def digits_only(field: str) -> bool:
@@ -171,12 +151,6 @@ def escaper(name: str) -> Escaper:
     return function
 
 
-def _nonce_current() -> bool:
-    from ptl_wsgi.escaping.nonce import CURRENT, USED
-
-    return USED[0] and CURRENT.get() is not None
-
-
 # -- t-strings ----------------------------------------------------------------------------
 
 
@@ -189,11 +163,7 @@ def template_markup(template: Any, text_markup: Callable[[Any], str]) -> str:
 
     strings = tuple(template.strings)
     planned = plan(strings)
-    if (
-        planned.text_only
-        and not (planned.nonces and _nonce_current())
-        and not needs_context(template)
-    ):
+    if planned.text_only and not needs_context(template):
         return text_markup(template)
     escaper("text")  # (built on first need)
     _, _, format_field = _twin

@@ -18,7 +18,7 @@ from ptl_wsgi.escaping.context import (
     escaper_for,
 )
 from ptl_wsgi.escaping.escapers import format_value
-from ptl_wsgi.escaping.nonce import attribute, inserted
+from ptl_wsgi.escaping.nonce import MARK, Follow, carries, inserted, mark, slots_of
 from ptl_wsgi.escaping.rules import is_items, is_template
 
 TYPE_CHECKING = False
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 else:
     from ptl_wsgi.escaping.context import NamedTuple  # (without typing: see there)
 
-__all__ = ["Plan", "contextual_format", "needs_context", "plan", "with_nonces"]
+__all__ = ["Plan", "contextual_format", "needs_context", "plan", "with_marks"]
 
 
 class Plan(NamedTuple):
@@ -43,6 +43,9 @@ class Plan(NamedTuple):
     #: Where a CSP nonce attribute goes in each literal part (offsets, see
     #: ``context.advance``), or ``()`` when no tag of these parts takes one.
     nonces: tuple[tuple[int, ...], ...] = ()
+    #: Which values land in text itself (not in a quoted attribute): where nested
+    #: markup keeps its nonce slots.
+    in_text: tuple[bool, ...] = ()
 
 
 _PLANS: dict[tuple[tuple[str, ...], tuple[bool, ...]], Plan] = {}
@@ -61,9 +64,10 @@ def plan(strings: tuple[str, ...], numbers: tuple[bool, ...] = ()) -> Plan:
     found = _PLANS.get(key)
     if found is None:
         slots: list[tuple[int, ...]] = []
-        names = _names(strings, numbers, slots)
+        in_text: list[bool] = []
+        names = _names(strings, numbers, slots, in_text)
         nonces = tuple(slots) if any(slots) else ()
-        found = Plan(names, all(name is None for name in names), nonces)
+        found = Plan(names, all(name is None for name in names), nonces, tuple(in_text))
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()  # literal parts come from code, few; a flood is not kept
         _PLANS[key] = found
@@ -71,7 +75,10 @@ def plan(strings: tuple[str, ...], numbers: tuple[bool, ...] = ()) -> Plan:
 
 
 def _names(
-    strings: tuple[str, ...], numbers: tuple[bool, ...], nonces: list[tuple[int, ...]]
+    strings: tuple[str, ...],
+    numbers: tuple[bool, ...],
+    nonces: list[tuple[int, ...]],
+    in_text: list[bool],
 ) -> tuple[str | None, ...]:
     ctx = TEXT
     names: list[str | None] = []
@@ -79,6 +86,7 @@ def _names(
         slots: list[int] = []
         ctx = advance(ctx, text, slots=slots)
         nonces.append(tuple(slots))
+        in_text.append(ends_in_text(ctx))
         try:
             if index < len(numbers) and numbers[index]:
                 names.append(None)
@@ -110,8 +118,14 @@ def needs_context(template: Any) -> bool:
     nested Template (planned on its own) or items to join (which may hold Templates)."""
     for interpolation in template.interpolations:
         value = interpolation.value
-        if is_template(value) or (
-            is_items(value) and interpolation.conversion is None and not interpolation.format_spec
+        if (
+            is_template(value)
+            or carries(value)
+            or (
+                is_items(value)
+                and interpolation.conversion is None
+                and not interpolation.format_spec
+            )
         ):
             return True
     return False
@@ -122,6 +136,7 @@ def contextual_format(
     escapers: dict[str, Escaper],
     format_field: Callable[..., Any],
     join_items: bool = True,
+    marks: bool = False,
 ) -> str:
     """A PEP 750 Template as markup text, each value escaped for the context it lands in.
 
@@ -136,15 +151,19 @@ def contextual_format(
     JSON array in a script: joining would also let items split a sequence that an
     escaper refuses, ``expres`` + ``sion(``, between them).  With *join_items* false,
     *template*'s own items are one value everywhere, as in an ``[html]`` f-string (its
-    nested t-strings still join theirs).
+    nested t-strings still join theirs).  With *marks*, in a nonce scope, the CSP
+    nonce's slots of the literal parts (and of nested t-strings in text) are marked
+    with :data:`~ptl_wsgi.escaping.nonce.MARK`, for the carrier's ``marked``.
     """
     strings = tuple(template.strings)
     planned = plan(strings)
     names = planned.names
-    if planned.nonces:
-        strings = with_nonces(strings, planned.nonces)
+    if marks and planned.nonces:
+        strings = with_marks(strings, planned.nonces)
     out: list[str] = []
-    for text, name, interpolation in zip(strings, names, template.interpolations, strict=False):
+    for index, (text, name, interpolation) in enumerate(
+        zip(strings, names, template.interpolations, strict=False)
+    ):
         out.append(text)
         value = interpolation.value
         if (
@@ -154,10 +173,11 @@ def contextual_format(
             and interpolation.conversion is None
             and not interpolation.format_spec
         ):
-            _join_items(value, escapers, format_field, out)
+            _join_items(value, escapers, format_field, out, marks and planned.in_text[index])
             continue
         if is_template(value) and interpolation.conversion is None:
-            value = _Nested(contextual_format(value, escapers, format_field))
+            nested_marks = marks and bool(planned.in_text) and planned.in_text[index]
+            value = _Nested(contextual_format(value, escapers, format_field, marks=nested_marks))
             if name is not None:
                 # Markup made for text: outside text it is a value like any other (its
                 # own values were escaped for text, not for where it lands).
@@ -165,7 +185,11 @@ def contextual_format(
         conversion = -1 if interpolation.conversion is None else ord(interpolation.conversion)
         spec = interpolation.format_spec
         if name is None:
-            # Text-like: what the same field of an f-string in an [html] template outputs.
+            # Text-like: what the same field of an f-string in an [html] template outputs;
+            # markup that carries nonce slots keeps them (marked) where it lands in text.
+            if marks and conversion == -1 and not spec and planned.in_text[index]:
+                out.append(_marked_text(value, format_field))
+                continue
             out.append(str(format_field(value, conversion, spec)))
             continue
         if conversion != -1 or spec:
@@ -176,26 +200,49 @@ def contextual_format(
 
 
 def _join_items(
-    items: Any, escapers: dict[str, Escaper], format_field: Callable[..., Any], out: list[str]
+    items: Any,
+    escapers: dict[str, Escaper],
+    format_field: Callable[..., Any],
+    out: list[str],
+    marks: bool,
+    follow: Follow | None = None,
 ) -> None:
     """Each of *items* as a lone value in a text-like context: markup (a nested Template
-    formatted by its own contexts) kept, anything else escaped."""
+    formatted by its own contexts) kept, anything else escaped.  With *marks*, markup
+    keeps its nonce slots only where what came before it (*follow*, through nested lists
+    too) ends in text; a generator's markup keeps none (as when the twins format it)."""
+    if marks and follow is None and (type(items) is list or type(items) is tuple):
+        follow = Follow()
+    elif type(items) is not list and type(items) is not tuple:
+        follow = None
     for item in items:
         if is_items(item):
-            _join_items(item, escapers, format_field, out)
+            _join_items(item, escapers, format_field, out, follow is not None, follow)
             continue
+        here = follow is not None and follow.in_text()
         if is_template(item):
-            item = _Nested(contextual_format(item, escapers, format_field))
-        out.append(str(format_field(item, -1, "")))
+            item = _Nested(contextual_format(item, escapers, format_field, marks=here))
+        text = _marked_text(item, format_field) if here else str(format_field(item, -1, ""))
+        out.append(text)
+        if follow is not None:
+            follow.advance(text.replace(MARK, ""))
 
 
-def with_nonces(strings: tuple[str, ...], nonces: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:
-    """*strings* with the current CSP nonce attribute at their *nonces* slots (a plan's);
-    *strings* themselves outside a nonce scope."""
-    attr = attribute()
-    if not attr:
+def _marked_text(value: Any, format_field: Callable[..., Any]) -> str:
+    """*value*'s markup text in text, its nonce slots (if it carries any) marked."""
+    slots = slots_of(value)
+    if slots and mark():
+        return inserted(str.__str__(value), slots, mark())
+    return str(format_field(value, -1, ""))
+
+
+def with_marks(strings: tuple[str, ...], nonces: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:
+    """*strings* with the nonce's mark at their *nonces* slots (a plan's) in a nonce
+    scope; *strings* themselves outside one."""
+    marked = mark()
+    if not marked:
         return strings
-    return tuple(inserted(text, slots, attr) for text, slots in zip(strings, nonces, strict=True))
+    return tuple(inserted(text, slots, marked) for text, slots in zip(strings, nonces, strict=True))
 
 
 class _Nested(str):

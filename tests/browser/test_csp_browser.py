@@ -308,3 +308,61 @@ def test_a_value_substituted_into_a_literal_script_is_refused(page: Any, tmp_pat
     assert seen["inline"] is True
     assert seen["injected"] is False
     assert len(seen["violations"]) == 2
+
+
+# -- a value put into a template's result, or into a translation (second review A, D) -----
+
+RESULTS = """\
+from markupsafe import Markup
+from ptl_wsgi.i18n import gettext as _
+
+def script [html] ():
+    '<script>var q = __Q__;</script>'
+
+def braced [html] ():
+    '<script>var q = {};</script>'
+
+def render [html] (q1, q2, name):
+    "<!doctype html><html><body><h1>x</h1><p>"
+    _("Hello <b>%s</b>") % name
+    "</p>"
+    script().replace("__Q__", q1)
+    Markup(braced()).format(q2)
+    "<script>window.inlineRan = true;</script></body></html>"
+"""
+
+
+def test_a_value_put_into_a_templates_result_or_a_translation_is_refused(
+    page: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template's result carries where the nonce goes, not the nonce: a value put into
+    it afterwards (``replace``, ``Markup(...).format``) and a script a translation adds
+    to a format run nowhere under the strict policy (before the carrier all three ran:
+    the nonce was in the text)."""
+    import gettext
+
+    from ptl_wsgi import i18n
+
+    class Translator(gettext.NullTranslations):
+        def gettext(self, message: str) -> str:
+            return message + "<script>window.translatorRan = true;</script>"
+
+    monkeypatch.setattr(i18n, "backend", Translator)
+    (tmp_path / "results.ptl").write_text(RESULTS, encoding="utf-8")
+    loader = Loader([tmp_path])
+
+    @view
+    def app(request: Any) -> Any:
+        return loader.render("results.ptl", dict(request.args))
+
+    with serve_in_thread(CSP(app)) as base:
+        url = base + "/?q1=1;window.injectedRan=true&q2=1;window.handlerRan=true&name=bob"
+        _, headers, body = fetch(url)
+        nonce = headers["Content-Security-Policy"].split("'nonce-")[1].split("'")[0]
+        assert body.decode().count(f'nonce="{nonce}"') == 1  # (the template's own script)
+        assert "<b>bob</b><script>window.translatorRan" in body.decode()
+        seen = load(page, url)
+        translated = page.evaluate("() => window.translatorRan === true")
+    assert seen["inline"] is True
+    assert seen["injected"] is False and translated is False
+    assert len(seen["violations"]) == 3

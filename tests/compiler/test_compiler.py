@@ -377,9 +377,11 @@ def test_generated_code_shape() -> None:
     assert ast.get_docstring(tree) == "Doc."
     assert isinstance(body[1], ast.ImportFrom) and body[1].module == "__future__"
     assert ast.unparse(body[2]) == (
-        "from ptl_wsgi.html import htmltext as _ptl_htmltext, html_join as _ptl_html_join, "
+        "from ptl_wsgi.html import htmltext as _ptl_htmltext, _template_join as _ptl_html_join, "
         "plain_join as _ptl_plain_join, format_field as _ptl_format_field, "
         "field_output as _ptl_field_output, percent_output as _ptl_percent_output, "
+        "outside_text as _ptl_outside_text, field_outside_text as _ptl_field_outside, "
+        "percent_outside_text as _ptl_percent_outside, "
         "loop_output as _ptl_loop_output, first_of as _ptl_first_of"
     )
     assert ast.unparse(body[3]) == (
@@ -413,10 +415,10 @@ def test_compile_does_not_inherit_future_flags() -> None:
 
 
 def test_bytes_source_with_coding_cookie() -> None:
-    source = "# -*- coding: latin-1 -*-\ndef f [html] ():\n    'é<'\n".encode("latin-1")
+    source = "# -*- coding: latin-1 -*-\ndef f [html] ():\n    '<b>é</b>'\n".encode("latin-1")
     ns: dict[str, Any] = {}
     exec(compile_ptl(source, "latin.ptl"), ns)
-    assert ns["f"]() == "é<"
+    assert ns["f"]() == "<b>é</b>"
 
 
 def test_crlf_source() -> None:

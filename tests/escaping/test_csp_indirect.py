@@ -3,12 +3,14 @@
 A literal of an ``[html]`` template that writes a ``<script>``, ``<style>`` or
 stylesheet ``<link>`` start tag but is not output where it stands (assigned, chosen
 by a conditional, added with ``+``, put in a list that is joined, formatted with
-``%`` or as an f-string) takes the request's nonce where it is evaluated, inside a
+``%`` or as an f-string where it stands) carries the request's nonce slots, inside a
 nonce scope, for each element it writes whole, if its value reaches nothing but
-output (one passed to a call takes none: test_csp_written_flows); outside a scope it
-is exactly what it was.  A value never obtains the nonce: one added with ``+`` into
-a script, a style or a nonced tag (only HTML-escaped there) leaves the element
-without it.  Both twins."""
+output (one passed to a call takes none: test_csp_written_flows); the nonce goes in
+when the page is written out (``csp.written``).  Outside a scope the output is
+exactly what it was.  A format held in a name and formatted later is formatted at
+run time, which gives no nonce (review 2, finding D).  A value never obtains the
+nonce: one added with ``+`` into a script, a style or a nonced tag (only
+HTML-escaped there) leaves the element without it.  Both twins."""
 
 from __future__ import annotations
 
@@ -17,10 +19,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from ptl_helpers import compiled, json_of_both_twins, render_f
-from test_csp_nonces import HOSTILE, Template, _Interpolation, nonces, tags
+from ptl_helpers import compiled, json_of_both_twins
+from test_csp_nonces import HOSTILE, Template, _Interpolation, nonces, render_sent, tags
 
-from ptl_wsgi.csp import nonce_scope
+from ptl_wsgi.csp import nonce_scope, written
 
 NONCE = "N0nce-Indirect_1"
 
@@ -139,7 +141,8 @@ NONCED = {
     "fstring": ["script"],
     "own_fstring": ["script"],
     "tstring_like": ["style"],
-    "later_format": ["script"],
+    # (a format held in a name is formatted at run time: no nonce, finding D)
+    "later_format": [],
 }
 
 
@@ -149,7 +152,8 @@ def paths(request: pytest.FixtureRequest) -> Any:
 
 
 def render(module: Any, name: str) -> str:
-    return str(getattr(module, name)(*ARGS.get(name, ())))
+    """What a response gets of *name*'s output (``csp.written``)."""
+    return str(written(getattr(module, name)(*ARGS.get(name, ()))))
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_OFF))
@@ -187,35 +191,54 @@ def test_a_msgid_is_looked_up_by_its_text(paths: Any, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(i18n, "backend", Catalog)
     with nonce_scope(NONCE):
-        assert str(paths.translated()) == "<style>p{color:red}</style>"
+        assert str(written(paths.translated())) == "<style>p{color:red}</style>"
 
 
 def test_each_request_gets_its_own_nonce_and_none_is_kept(paths: Any) -> None:
     with nonce_scope("first"):
-        first = render(paths, "later_format")
+        first = render(paths, "formatted")
     with nonce_scope("second"):
-        second = render(paths, "later_format")
+        second = render(paths, "formatted")
     assert 'nonce="first"' in first and 'nonce="second"' in second
     assert "first" not in second
-    assert render(paths, "later_format") == EXPECTED_OFF["later_format"]
+    assert render(paths, "formatted") == EXPECTED_OFF["formatted"]
 
 
-# -- markup that carries the nonce, as a run-time format (both twins) ---------------------
+# -- text that spells the nonce, as a format (both twins) --------------------------------
 
 
 def test_a_format_keeps_its_text_whatever_nonce_it_holds(impl: SimpleNamespace) -> None:
-    """No literal carries the nonce into a format (review finding 6): the twins plan a
-    format by its text as written, the current nonce in it included, and add the
-    nonce only at the tags that take it."""
+    """A format's text that spells the current nonce is its text: run-time formatting
+    adds no nonce (finding D) and takes none out."""
     with nonce_scope("N"):
-        styled = impl.htmltext('<style> nonce="N"</style>%s') % "x"
-        area = impl.htmltext('<textarea> nonce="N"</textarea>%s') % "x"
-        data = impl.htmltext('<p data-x=" nonce="N"">%s</p>') % "x"
-        braces = impl.htmltext('<b> nonce="N"</b>{}').format("<i>")
-    assert str(styled) == '<style nonce="N"> nonce="N"</style>x'
+        styled = written(impl.htmltext('<style> nonce="N"</style>%s') % "x")
+        area = written(impl.htmltext('<textarea> nonce="N"</textarea>%s') % "x")
+        data = written(impl.htmltext('<p data-x=" nonce="N"">%s</p>') % "x")
+        braces = written(impl.htmltext('<b> nonce="N"</b>{}').format("<i>"))
+    assert str(styled) == '<style> nonce="N"</style>x'
     assert str(area) == '<textarea> nonce="N"</textarea>x'
     assert str(data) == '<p data-x=" nonce="N"">x</p>'
     assert str(braces) == '<b> nonce="N"</b>&lt;i&gt;'
+
+
+def test_a_compiled_format_keeps_its_text_whatever_nonce_it_holds() -> None:
+    """The compiler plans a format by its text as written, the nonce in it included
+    (review 1, finding 6), and the nonce goes in only at the tags that take it."""
+    source = """
+        def f [html] (v):
+            '<style> nonce="N"</style>%s' % v
+            '<textarea> nonce="N"</textarea>%s' % v
+            '<p data-x=" nonce="N"">%s</p>' % v
+            '<b> nonce="N"</b>{}'.format(v)
+    """
+    with nonce_scope("N"):
+        out = render_sent(source, "<i>")
+    assert out == (
+        '<style nonce="N"> nonce="N"</style>&lt;i&gt;'
+        '<textarea> nonce="N"</textarea>&lt;i&gt;'
+        '<p data-x=" nonce="N"">&lt;i&gt;</p>'
+        '<b> nonce="N"</b>&lt;i&gt;'
+    )
 
 
 def test_another_requests_nonce_in_a_format_is_left_alone(impl: SimpleNamespace) -> None:
@@ -223,7 +246,7 @@ def test_another_requests_nonce_in_a_format_is_left_alone(impl: SimpleNamespace)
     # fails the visible way (the browser refuses the script), as cached output does.
     fmt = impl.htmltext('<script nonce="old">var v = %s;</script>')
     with nonce_scope("new"):
-        out = str(fmt % 1)
+        out = str(written(fmt % 1))
     assert nonces(out) == [("script", "old")]
     assert "new" not in out
 
@@ -254,7 +277,7 @@ def f [html] (v):
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_value_never_obtains_the_nonce_by_an_indirect_path(value: str) -> None:
     with nonce_scope(NONCE):
-        out = render_f(HOSTILE_PTL, value)
+        out = render_sent(HOSTILE_PTL, value)
     assert out.count(NONCE) == 1  # the literal <script> of t
     assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script"]
     assert [name for name, _ in tags(out)].count("script") == 1
@@ -289,7 +312,7 @@ def test_a_value_added_into_a_script_or_style_never_runs_with_the_nonce(
     tag it would decide what runs, so the element it lands in takes no nonce."""
     module = compiled(ADDED_PTL, "csp_added")
     with nonce_scope(NONCE):
-        out = str(getattr(module, name)(value))
+        out = str(written(getattr(module, name)(value)))
     # (styled: its first style is written whole, but the literal leaves a style open, so
     # no literal evaluated out of place in the template takes the nonce)
     assert out.count(NONCE) == 0
@@ -304,7 +327,7 @@ def test_a_markup_value_is_not_given_the_nonce(value: str) -> None:
     # markup a value brings into one is the format's; see docs/security.md.)
     source = HOSTILE_PTL.split("    g = ")[0]
     with nonce_scope(NONCE):
-        out = render_f(source, htmltext(value))
+        out = render_sent(source, htmltext(value))
     assert NONCE not in out
 
 
@@ -317,7 +340,7 @@ def test_a_value_that_becomes_the_format_never_obtains_the_nonce(
     spelled = value + f' nonce="{NONCE}"'
     with nonce_scope(NONCE):
         fmt = impl.htmltext("<p>") + spelled + impl.htmltext("%s</p>")
-        out = str(fmt % "x")
+        out = str(written(fmt % "x"))
     assert "<script" not in out.lower().replace("&lt;script", "")
     assert [name for name, _ in tags(out)] == ["p"]
     assert f'nonce="{NONCE}"' not in out
@@ -329,7 +352,7 @@ def test_a_tstring_interpolation_never_obtains_the_nonce() -> None:
     for value in (*HOSTILE, htmltext("<script>1</script>")):
         template = Template("<p>", _Interpolation(value), "</p><style>a{}</style>")
         with nonce_scope(NONCE):
-            out = str(htmlformat(template))
+            out = str(written(htmlformat(template)))
         assert out.count(NONCE) == 1
         assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["style"]
 
@@ -340,15 +363,15 @@ RENDER_ALL = """
 import json, sys, types
 from ptl_wsgi import html
 from ptl_wsgi.compiler import compile_ptl
-from ptl_wsgi.csp import nonce_scope
+from ptl_wsgi.csp import nonce_scope, written
 module = types.ModuleType("paths")
 exec(compile_ptl(sys.argv[1], "<paths>"), module.__dict__)
 args = json.loads(sys.argv[2])
 out = {"twin": html.IMPLEMENTATION}
 for name, values in args.items():
-    out[name] = str(getattr(module, name)(*values))
+    out[name] = str(written(getattr(module, name)(*values)))
     with nonce_scope("Tw1nNonce"):
-        out[name + ":on"] = str(getattr(module, name)(*values))
+        out[name + ":on"] = str(written(getattr(module, name)(*values)))
 print(json.dumps(out))
 """
 
@@ -357,7 +380,8 @@ def test_both_twins_render_the_indirect_paths_alike() -> None:
     args = {name: list(ARGS.get(name, ())) for name in EXPECTED_OFF}
     python, c = json_of_both_twins("-c", RENDER_ALL, PATHS, json.dumps(args))
     assert python == c
-    assert python["later_format:on"].count('nonce="Tw1nNonce"') == 1
+    assert python["formatted:on"].count('nonce="Tw1nNonce"') == 1
+    assert python["later_format:on"] == python["later_format"]  # (finding D)
 
 
 def test_a_chain_inside_a_call_in_a_chain_is_followed_on_its_own() -> None:
@@ -371,7 +395,7 @@ def test_a_chain_inside_a_call_in_a_chain_is_followed_on_its_own() -> None:
             x
     """
     with nonce_scope(NONCE):
-        out = render_f(source, "/u")
+        out = render_sent(source, "/u")
     # (the first is an argument of a call: it takes none)
     assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script"]
     assert 'src=/b.js nonce="' in out

@@ -1,23 +1,33 @@
 """Strict CSP by construction (issue #31): the request's nonce on every script and style.
 
 Inside a nonce scope every ``<script>``, ``<style>`` and ``<link rel=stylesheet |
-preload | modulepreload>`` start tag written by trusted literal markup gets
-``nonce="..."`` (unless the literal gave it one): in compiled templates, in
-run-time formatting (``%``, ``format``, ``format_map``) and in t-strings.  Outside
-a scope the output is exactly what it was.  A value never obtains the nonce.
-Both twins (the ``impl`` fixture) for the run-time paths.
+preload | modulepreload>`` start tag that a template's literal writes gets
+``nonce="..."`` (unless the literal gave it one) when the page is written out
+(``csp.written``, what every response goes through): in compiled templates, the
+formats the compiler planned and t-strings.  Run-time ``%``, ``format`` and
+``format_map`` of any htmltext give no nonce (a format no template literal wrote,
+a translation or ``htmltext(value)``, must not decide what runs: review 2, finding
+D).  Outside a scope the output is exactly what it was.  A value never obtains the
+nonce.  Both twins (the ``impl`` fixture) for the run-time paths.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from html.parser import HTMLParser
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from ptl_wsgi.csp import content_security_policy, csp_nonce, in_nonce_scope, nonce_scope
+from ptl_wsgi.csp import (
+    content_security_policy,
+    csp_nonce,
+    in_nonce_scope,
+    nonce_scope,
+    written,
+)
 from ptl_wsgi.escaping import planner
 from ptl_wsgi.escaping.context import TEXT, advance, after_value
 
@@ -39,10 +49,20 @@ class _Tags(HTMLParser):
 
 
 def tags(markup: object) -> list[tuple[str, dict[str, str | None]]]:
+    """Each start tag of *markup* as it is sent (``csp.written``: the nonce goes in
+    only as a page is written out), as a browser reads it."""
     parser = _Tags()
-    parser.feed(str(markup))
+    parser.feed(str(written(markup)))
     parser.close()
     return parser.tags
+
+
+def render_sent(source: str, *args: Any) -> str:
+    """``ptl_helpers.render_f`` as a response gets it: *source* (a .ptl module defining
+    ``f``, dedented) compiled, ``f(*args)`` written out (``csp.written``), as str."""
+    from ptl_helpers import compiled
+
+    return str(written(compiled(textwrap.dedent(source), "attack").f(*args)))
 
 
 def nonces(markup: object) -> list[tuple[str, str | None]]:
@@ -137,63 +157,118 @@ def test_formatting_outside_a_scope_is_unchanged(impl: SimpleNamespace) -> None:
     )
 
 
-def test_percent_in_a_scope_nonces_every_literal_tag(impl: SimpleNamespace) -> None:
+def test_percent_at_run_time_nonces_no_tag(impl: SimpleNamespace) -> None:
+    """Finding D: a format formatted at run time was not planned by the compiler (it
+    may be a translation, a value, text from a database): its tags take no nonce,
+    in the scope or when the result is written out."""
     with nonce_scope(NONCE):
         out = impl.htmltext(PAGE) % ARGS
-    assert nonces(out) == [("script", NONCE), ("p", None), ("style", NONCE), ("link", NONCE)]
-    assert str(out).count(NONCE) == 3
+        sent = written(out)
+    assert nonces(out) == [("script", None), ("p", None), ("style", None), ("link", None)]
+    assert str(sent) == str(impl.htmltext(PAGE) % ARGS)
+    assert NONCE not in str(sent) and "nonce" not in str(sent)
 
 
 @pytest.mark.parametrize("method", ["format", "format_map"])
-def test_format_in_a_scope_nonces_every_literal_tag(impl: SimpleNamespace, method: str) -> None:
+def test_format_at_run_time_nonces_no_tag(impl: SimpleNamespace, method: str) -> None:
     fmt = impl.htmltext('<script src="{src}"></script>{{<p>{text}</p>}}<style>a{{}}</style>')
     values = {"src": "/a.js", "text": "<b>"}
     with nonce_scope(NONCE):
         out = fmt.format(**values) if method == "format" else fmt.format_map(values)
-    assert str(out) == (
-        f'<script src="/a.js" nonce="{NONCE}"></script>{{<p>&lt;b&gt;</p>}}'
-        f'<style nonce="{NONCE}">a{{}}</style>'
-    )
+        sent = str(written(out))
+    assert sent == '<script src="/a.js"></script>{<p>&lt;b&gt;</p>}<style>a{}</style>'
     plain = fmt.format(**values) if method == "format" else fmt.format_map(values)
-    assert NONCE not in str(plain) and "nonce" not in str(plain)
+    assert str(plain) == sent
+
+
+def test_htmltext_of_a_value_used_as_a_format_takes_no_nonce(impl: SimpleNamespace) -> None:
+    """Finding D's ``htmltext(value) % ()``: without the ``%`` the script is refused,
+    and with it too."""
+    value = "<script>alert(1)</script>"
+    with nonce_scope(NONCE):
+        outs = [
+            impl.htmltext(value),
+            impl.htmltext(value) % (),
+            impl.htmltext(value).format(),
+            impl.htmltext(value + "%s") % "x",
+            impl.htmltext(value + "{}").format("x"),
+            impl.htmltext(value + "{x}").format_map({"x": "x"}),
+        ]
+        sent = [str(written(out)) for out in outs]
+    assert sent == [value, value, value, value + "x", value + "x", value + "x"]
+    assert all(nonces(out) == [("script", None)] for out in outs)
 
 
 def test_formats_with_a_tag_at_a_field_boundary(impl: SimpleNamespace) -> None:
+    # At run time: the text, no nonce.
     with nonce_scope(NONCE):
-        assert str(impl.htmltext("<script{}>1</script>").format(impl.htmltext(" async"))) == (
+        fmt = impl.htmltext("<script{}>1</script>")
+        assert str(written(fmt.format(impl.htmltext(" async")))) == "<script async>1</script>"
+        assert str(written(impl.htmltext("{}<style>a{{}}</style>{}").format(1, 2))) == (
+            "1<style>a{}</style>2"
+        )
+        assert str(written(impl.htmltext("%(a)s<style>%%</style>") % {"a": 1})) == (
+            "1<style>%</style>"
+        )
+
+
+BOUNDARY_PTL = """\
+def attrs [html] (v):
+    "<script%s>1</script>" % v
+
+def fields [html] ():
+    "{}<style>a{{}}</style>{}".format(1, 2)
+
+def named [html] ():
+    "%(a)s<style>%%</style>" % {"a": 1}
+"""
+
+
+def test_compiled_formats_with_a_tag_at_a_field_boundary() -> None:
+    """The same formats, planned by the compiler: the literal tags take the nonce."""
+    from ptl_helpers import compiled
+
+    from ptl_wsgi.html import htmltext
+
+    module = compiled(BOUNDARY_PTL, "csp_boundary")
+    with nonce_scope(NONCE):
+        assert str(written(module.attrs(htmltext(" async")))) == (
             f'<script async nonce="{NONCE}">1</script>'
         )
-        assert str(impl.htmltext("{}<style>a{{}}</style>{}").format(1, 2)) == (
-            f'1<style nonce="{NONCE}">a{{}}</style>2'
-        )
-        assert str(impl.htmltext("%(a)s<style>%%</style>") % {"a": 1}) == (
-            f'1<style nonce="{NONCE}">%</style>'
-        )
+        assert str(written(module.fields())) == f'1<style nonce="{NONCE}">a{{}}</style>2'
+        assert str(written(module.named())) == f'1<style nonce="{NONCE}">%</style>'
 
 
-def test_each_render_gets_its_own_requests_nonce(impl: SimpleNamespace) -> None:
+def test_run_time_formats_take_no_requests_nonce(impl: SimpleNamespace) -> None:
     fmt = impl.htmltext("<script>%s</script>")
     with nonce_scope("first"):
-        first = fmt % 1
+        first = written(fmt % 1)
     with nonce_scope("second"):
-        second = fmt % 1
-    assert str(first) == '<script nonce="first"> 1 </script>'
-    assert str(second) == '<script nonce="second"> 1 </script>'
-    assert str(fmt % 1) == "<script> 1 </script>"
+        second = written(fmt % 1)
+    assert str(first) == str(second) == str(fmt % 1) == "<script> 1 </script>"
 
 
 def test_no_cache_keeps_a_nonce(impl: SimpleNamespace) -> None:
     """Plans and cuts hold slots (offsets), never the nonce: it is per request."""
+    from ptl_helpers import compiled
+
+    from ptl_wsgi import _htmltext_py
+    from ptl_wsgi.html import htmlformat
+
     marker = "CacheProbe123"
+    module = compiled(
+        'def f [html] (v):\n    "<script>var v = %s;</script><style>a{}</style>" % v\n',
+        "csp_cache_probe",
+    )
+    template = Template("<script>var v = ", _Interpolation(1), ";</script>")
     with nonce_scope(marker):
         impl.htmltext("<script>var v = %s;</script><style>a{}</style>") % 1
         impl.htmltext("<script>var v = {0};</script>").format(1)
+        assert marker in str(written(module.f(1)))  # (the planned paths ran)
+        assert marker in str(written(htmlformat(template)))
     assert not any(marker in repr(found) for found in planner._PLANS.values())
-    from ptl_wsgi import _htmltext_py
-
-    for function in (_htmltext_py._split_format, _htmltext_py._rewrite_nonced):
-        cells = [cell.cell_contents for cell in function.__closure__ or ()]
-        assert marker not in repr(cells)
+    cells = [cell.cell_contents for cell in _htmltext_py._split_format.__closure__ or ()]
+    assert cells and marker not in repr(cells)
 
 
 # -- hostile: a value never obtains the nonce ------------------------------------------
@@ -229,13 +304,34 @@ HOSTILE = [
     ],
 )
 def test_a_value_never_obtains_the_nonce(impl: SimpleNamespace, fmt: str, value: str) -> None:
-    literal_tags = sum(fmt.count(f"<{name}") for name in ("script", "style"))
+    # At run time no tag takes the nonce (finding D), the value's least of all.
     with nonce_scope(NONCE):
-        out = str(impl.htmltext(fmt) % value)
-    assert out.count(NONCE) == literal_tags
-    run = [name for name, nonce in nonces(out) if nonce == NONCE]
-    assert len(run) == literal_tags
+        out = str(written(impl.htmltext(fmt) % value))
+    assert out.count(NONCE) == 0
+    assert [name for name, nonce in nonces(out) if nonce is not None] == []
     # what the value spelled is text: no element of its own
+    assert [name for name, _ in tags(out)] == [name for name, _ in tags(fmt % "v")]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        '<p title="%s">x</p>',
+        '<script src="%s"></script>',  # the literal's tag gets it, the value does not
+        "<script>var v = %s;</script>",
+        "<style>p { color: %s }</style>",
+    ],
+)
+def test_a_value_in_a_compiled_format_never_obtains_the_nonce(fmt: str, value: str) -> None:
+    from ptl_helpers import compiled
+
+    literal_tags = sum(fmt.count(f"<{name}") for name in ("script", "style"))
+    module = compiled(f"def f [html] (v):\n    {fmt!r} % v\n", "csp_value_in_format")
+    with nonce_scope(NONCE):
+        out = str(written(module.f(value)))
+    assert out.count(NONCE) == literal_tags
+    assert len([name for name, nonce in nonces(out) if nonce == NONCE]) == literal_tags
     assert [name for name, _ in tags(out)] == [name for name, _ in tags(fmt % "v")]
 
 
@@ -245,7 +341,7 @@ def test_markup_from_elsewhere_is_not_given_the_nonce(impl: SimpleNamespace) -> 
     with nonce_scope(NONCE):
         out = impl.htmltext("<div>%s</div>") % foreign
         joined = impl.htmltext("").join([foreign])
-    assert NONCE not in str(out) and NONCE not in str(joined)
+    assert NONCE not in str(written(out)) and NONCE not in str(written(joined))
 
 
 def test_a_value_cannot_spell_a_tag_the_engine_nonces(impl: SimpleNamespace) -> None:
@@ -286,7 +382,7 @@ def test_tstrings_in_a_scope_nonce_their_literal_tags() -> None:
         == '<script src="/a.js"></script><p>&lt;script&gt;</p><style>a{}</style>'
     )
     with nonce_scope(NONCE):
-        out = str(htmlformat(template))
+        out = str(written(htmlformat(template)))
     assert out == (
         f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p>'
         f'<style nonce="{NONCE}">a{{}}</style>'
@@ -353,7 +449,7 @@ def test_compiled_output_outside_a_scope_is_unchanged(pages: Any) -> None:
 
 def test_compiled_templates_nonce_every_literal_script_and_style(pages: Any) -> None:
     with nonce_scope(NONCE):
-        out = str(pages.page(*PAGE_ARGS))
+        out = str(written(pages.page(*PAGE_ARGS)))
     assert nonces(out) == [
         ("html", None), ("head", None), ("link", NONCE), ("link", None), ("style", NONCE),
         ("script", NONCE), ("title", None), ("body", None), ("script", NONCE), ("p", None),
@@ -364,15 +460,17 @@ def test_compiled_templates_nonce_every_literal_script_and_style(pages: Any) -> 
 
 def test_loops_branches_and_svg(pages: Any) -> None:
     with nonce_scope(NONCE):
-        assert str(pages.loop(["/a.js", "/b.js"])) == (
+        assert str(written(pages.loop(["/a.js", "/b.js"]))) == (
             f'<script src="/a.js" nonce="{NONCE}"></script>'
             f'<script src="/b.js" nonce="{NONCE}"></script>'
         )
-        assert str(pages.branches(True)) == f'<script data-x="1" nonce="{NONCE}">1</script>'
+        assert str(written(pages.branches(True))) == (
+            f'<script data-x="1" nonce="{NONCE}">1</script>'
+        )
         # (the literal's own nonce comes first: browsers keep the first)
         assert nonces(pages.branches(False)) == [("script", "own")]
         assert (
-            str(pages.svg())
+            str(written(pages.svg()))
             == f'<svg><script nonce="{NONCE}">1</script><style nonce="{NONCE}">a{{}}</style></svg>'
         )
 
@@ -390,16 +488,24 @@ def test_the_nonce_is_not_in_the_compiled_code() -> None:
 
 def test_streamed_and_later_renders_take_their_own_requests_nonce(pages: Any) -> None:
     with nonce_scope("first"):
-        first = str(pages.svg())
+        first = pages.svg()
+        assert str(written(first)).count('nonce="first"') == 2
     with nonce_scope("second"):
-        second = str(pages.svg())
-    assert "first" in first and "second" in second and "first" not in second
+        second = pages.svg()
+        # Written out in another request's scope: that request's nonce (a page made
+        # in one and sent in another is the one sent).
+        assert str(written(first)).count('nonce="second"') == 2
+    assert str(written(second)).count('nonce="second"') == 2
+    # Written out after its scope (a streamed body): the nonce of the scope it was made in.
+    assert str(written(first)).count('nonce="first"') == 2
+    assert "first" not in str(written(second))
+    # The markup's own text holds no nonce, in a scope or out of one.
+    assert str(first) == str(second) == str(pages.svg())
+    assert "nonce" not in str(first)
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> None:
-    from ptl_helpers import render_f
-
     source = """
         def f [html] (v):
             "<p>%s</p>" % v
@@ -411,7 +517,7 @@ def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> N
             v
     """
     with nonce_scope(NONCE):
-        out = render_f(source, value)
+        out = render_sent(source, value)
     assert out.count(NONCE) == 2  # the literal <script> and <style>
     assert [name for name, nonce in nonces(out) if nonce == NONCE] == ["script", "style"]
 
@@ -425,11 +531,9 @@ def test_a_value_in_a_compiled_template_never_obtains_the_nonce(value: str) -> N
     ],
 )
 def test_a_tag_spelled_by_a_value_is_refused_or_text(source: str) -> None:
-    from ptl_helpers import render_f
-
     try:
         with nonce_scope(NONCE):
-            out = render_f(source, "script")
+            out = render_sent(source, "script")
     except SyntaxError:
         return  # refused at compile time
     assert NONCE not in out and "<script" not in out
@@ -490,8 +594,44 @@ def test_template_planning_nonces_the_literal_parts_on_any_python() -> None:
         '<script src="/a.js"></script><p>&lt;script&gt;</p><style>a{}</style>'
     )
     with nonce_scope(NONCE):
-        out = str(htmlformat(template))
+        out = str(written(htmlformat(template)))
     assert out == (
         f'<script src="/a.js" nonce="{NONCE}"></script><p>&lt;script&gt;</p>'
         f'<style nonce="{NONCE}">a{{}}</style>'
     )
+
+
+PARTIAL_PTL = "def partial [html] ():\n    '<script src=\"/a.js\"></script>'\n"
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [('<p title="', '">x</p>'), ("<textarea>", "</textarea>"), ("<a href='", "'>x</a>")],
+)
+def test_a_templates_result_outside_a_tstrings_text_takes_no_nonce(
+    parts: tuple[str, str],
+) -> None:
+    from ptl_helpers import compiled
+
+    from ptl_wsgi.html import htmlformat
+
+    module = compiled(PARTIAL_PTL, "csp_partial")
+    with nonce_scope(NONCE):
+        template = Template(
+            parts[0], _Interpolation(module.partial()), parts[1] + "<style></style>"
+        )
+        out = str(written(htmlformat(template)))
+    # (the t-string's own style takes it: the plan was the contextual one)
+    assert out.count(NONCE) == 1 and f'<style nonce="{NONCE}">' in out
+
+
+def test_a_templates_result_in_a_tstrings_text_keeps_its_nonce() -> None:
+    from ptl_helpers import compiled
+
+    from ptl_wsgi.html import htmlformat
+
+    module = compiled(PARTIAL_PTL, "csp_partial")
+    with nonce_scope(NONCE):
+        template = Template("<div>", _Interpolation(module.partial()), "</div><style></style>")
+        out = str(written(htmlformat(template)))
+    assert nonces(out) == [("div", None), ("script", NONCE), ("style", NONCE)]

@@ -299,8 +299,14 @@ def test_a_value_in_srcdoc_is_text_of_the_inner_document(value: str) -> None:
 def test_plan_names_an_escaper_per_interpolation() -> None:
     names = plan(('<a href="', '" title="', '">', "</a><script>var x = ", ";</script>")).names
     assert names == ("url_q", None, None, "js_value")
-    assert plan(("<p>", "</p>")) == ((None,), True, ())
+    assert plan(("<p>", "</p>")) == ((None,), True, (), (True,))
     assert plan(("<script>", "</script>")).nonces == ((7,), ())  # the CSP nonce's slots
+    # which values land in text itself (where nested markup keeps its nonce slots)
+    assert plan(('<p title="', '">', "</p><textarea>", "</textarea>")).in_text == (
+        False,
+        True,
+        False,
+    )
     assert plan(("<p>", "</p>")) is plan(("<p>", "</p>"))  # cached
 
 

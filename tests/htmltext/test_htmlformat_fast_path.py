@@ -127,11 +127,12 @@ def test_a_plan_with_a_nonce_is_never_the_twins_alone() -> None:
     # A script's nonce depends on the request: formatted outside a nonce scope first, the
     # t-string must not be cached as text-only, or later requests would lose their nonce.
     from ptl_wsgi import html
-    from ptl_wsgi.csp import nonce_scope
+    from ptl_wsgi.csp import nonce_scope, written
 
     page = t("<script>go()</script><p>", ("<x>",), "</p>")
     assert str(html.H(page)) == "<script>go()</script><p>&lt;x&gt;</p>"
     assert page.strings not in html._text_only_strings
     with nonce_scope("abc123"):
         for _ in range(2):
-            assert str(html.H(page)) == '<script nonce="abc123">go()</script><p>&lt;x&gt;</p>'
+            sent = str(written(html.H(page)))
+            assert sent == '<script nonce="abc123">go()</script><p>&lt;x&gt;</p>'

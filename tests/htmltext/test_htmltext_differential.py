@@ -25,6 +25,8 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 from ptl_helpers import HtmlObject
 
+from ptl_wsgi.escaping.nonce import slots_of
+
 DIFF = settings(max_examples=200)
 PROPERTY = settings(max_examples=200)
 
@@ -97,6 +99,12 @@ def leaf_values(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[tupl
     return st.one_of(
         text_strategy.map(lambda s: ("str", s)),
         text_strategy.map(lambda s: ("ht", s)),
+        # Markup carrying CSP nonce slots (escaping.nonce.carrier), as a template makes it.
+        text_strategy.flatmap(
+            lambda s: st.lists(st.integers(0, len(s)), max_size=3).map(
+                lambda slots: ("nonced", s, tuple(sorted(slots)))
+            )
+        ),
         text_strategy.map(lambda s: ("markup", s)),
         text_strategy.map(lambda s: ("obj", s)),
         text_strategy.map(lambda s: ("plain", s)),
@@ -133,6 +141,8 @@ def build(desc: tuple, impl: Any) -> Any:
         return desc[1]
     if kind == "ht":
         return impl.htmltext(desc[1])
+    if kind == "nonced":
+        return impl.nonced.made(desc[1], desc[2])
     if kind == "markup":
         return Markup(desc[1])
     if kind == "obj":
@@ -159,10 +169,11 @@ def build(desc: tuple, impl: Any) -> Any:
 
 
 def describe(result: Any) -> Any:
-    """A comparable summary of a result: type names and text, recursively."""
+    """A comparable summary of a result: type names and text (and the nonce slots it
+    carries), recursively."""
     if isinstance(result, (list, tuple)):
         return (type(result).__name__, [describe(x) for x in result])
-    return (type(result).__name__, str(result))
+    return (type(result).__name__, str(result), slots_of(result))
 
 
 def outcome(operation: Any, impl: Any) -> Any:
@@ -318,6 +329,22 @@ def test_template_io(twins, html_mode, steps):
 def test_html_join_and_plain_join(twins, parts):
     assert_same(twins, lambda impl: impl.html_join([build(p, impl) for p in parts]))
     assert_same(twins, lambda impl: impl.plain_join(iter([build(p, impl) for p in parts])))
+    assert_same(twins, lambda impl: impl.html_join(iter([build(p, impl) for p in parts])))
+
+
+@DIFF
+@given(values)
+def test_output_functions_in_and_outside_text(twins, value):
+    """What a compiled template outputs a value with, in text and outside it (where
+    markup carrying nonce slots is made plain)."""
+    for name in ("field_output", "outside_text", "field_outside_text"):
+        assert_same(twins, lambda impl, name=name: getattr(impl, name)(build(value, impl)))
+    for fmt in (None, "<p>%s</p>"):
+        for name in ("percent_output", "percent_outside_text"):
+            assert_same(
+                twins,
+                lambda impl, name=name, fmt=fmt: getattr(impl, name)(build(value, impl), fmt),
+            )
 
 
 @DIFF

@@ -437,3 +437,66 @@ def test_browser_runs_the_nonced_script_only(templates: Path) -> None:
         hits = browser.visit_response(base + "/control", body)
         assert browser.evaluate("window.ran") == 2
         assert len(hits) >= 3, hits
+
+
+# -- a .ptl file's functions called from Jinja2 or a view (third CSP review, finding 6) -----
+
+
+def test_flask_ptl_function_returned_by_a_view_is_written_out_but_not_in_jinja(
+    tmp_path: Path,
+) -> None:
+    """A view's return value is written out (the nonce in its literals' tags); a .ptl
+    function called from Jinja2 is Jinja2's to compose (its filters could put a value
+    into the script), so its markup takes no nonce there: it fails closed."""
+    from flask import get_template_attribute
+
+    (tmp_path / "parts.ptl").write_text(
+        "def app_js [html] ():\n    '<script src=\"/a.js\"></script>'\n"
+    )
+    app = Flask(__name__, template_folder=str(tmp_path))
+    app.config.update(TESTING=True, PTL_CSP=True)
+    PTL(app)
+
+    @app.get("/jinja")
+    def jinja() -> Any:
+        return render_template_string(
+            '{% import "parts.ptl" as p %}<p>{{ p.app_js() | replace("/a.js", "/b.js") }}</p>'
+        )
+
+    @app.get("/attribute")
+    def attribute() -> Any:
+        return get_template_attribute("parts.ptl", "app_js")()
+
+    client = app.test_client()
+    jinja_page = client.get("/jinja").get_data(as_text=True)
+    assert jinja_page == '<p><script src="/b.js"></script></p>'
+    response = client.get("/attribute")
+    nonce = HEADER_NONCE.search(response.headers["Content-Security-Policy"])
+    assert nonce is not None
+    assert (
+        response.get_data(as_text=True) == f'<script src="/a.js" nonce="{nonce.group(1)}"></script>'
+    )
+
+
+def test_quart_view_returning_a_sync_generator_under_ptl(tmp_path: Path) -> None:
+    """Fifth CSP review, finding 5: Quart takes only real generators as a streamed body;
+    PTL(app)'s make_response leaves them to the stream's own wrapping (no 500)."""
+    from quart import Quart
+
+    from ptl_wsgi.contrib.quart import PTL as QuartPTL
+
+    for csp in (True, False):
+        app = Quart(__name__)
+        app.config.update(TESTING=True, PTL_CSP=csp)
+        QuartPTL(app)
+
+        @app.get("/")
+        async def index() -> Any:
+            return (chunk for chunk in ["<p>", "a", "</p>"]), 200, {"Content-Type": "text/html"}
+
+        async def get(app: Quart = app) -> tuple[int, bytes]:
+            response = await app.test_client().get("/")
+            return response.status_code, await response.get_data()
+
+        status, body = asyncio.run(get())
+        assert status == 200 and body == b"<p>a</p>", (csp, status, body)

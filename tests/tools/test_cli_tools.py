@@ -410,7 +410,7 @@ ESCAPED_MARKUP = [
     r"'\N{LESS-THAN SIGN}i\N{GREATER-THAN SIGN}'",
     r"'\74i\76'",
     r"'\u003cb\u003e'",
-    r"'\U0000003c'",
+    r"'\U0000003cb\U0000003e'",
     r"'\x26amp;'",
     r"'\x22'",
     "'''\\\n<b>'''",  # a line continuation inside a triple-quoted string
