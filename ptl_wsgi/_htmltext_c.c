@@ -994,6 +994,16 @@ format_markup(State *st, PyObject *text, PyObject *spec)
     if (formatted == NULL || PyUnicode_GET_LENGTH(spec) == 0) {
         return formatted;
     }
+    /* A precision that cut the markup would leave a tag or an attribute open: what is
+       left of it is text, escaped (the visible failure). */
+    Py_ssize_t whole = PyUnicode_Find(formatted, text, 0, PyUnicode_GET_LENGTH(formatted), 1);
+    if (whole < -1) {
+        Py_DECREF(formatted);
+        return NULL;
+    }
+    if (whole == -1) {
+        return escape_steal(formatted);
+    }
     int trusted = is_markup(st, spec);
     if (trusted) {
         if (trusted < 0) {

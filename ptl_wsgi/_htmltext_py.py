@@ -312,7 +312,13 @@ def _format_markup(text: str, spec: str) -> str:
     so that a fill taken from a template's data cannot close an attribute.
     """
     formatted = format(text, spec)
-    if not spec or getattr(spec, "__html__", None) is not None:
+    if not spec:
+        return formatted
+    if text not in formatted:
+        # A precision that cut the markup would leave a tag or an attribute open: what
+        # is left of it is text, escaped (the visible failure).
+        return escape_str(formatted)
+    if getattr(spec, "__html__", None) is not None:
         return formatted
     # A fill other than " " or "0" is the character before an align character.
     if len(spec) < 2 or spec[1] not in "<>=^" or spec[0] not in _SPECIAL:
@@ -673,10 +679,13 @@ def _format_unit(unit: _Unit, value: Any, shown: Any, escaper: Any = None) -> st
         if html is not None:
             markup = str(html())
             if unit.key is not None:
-                return unit.source % {unit.key: markup}
-            if type(value) is tuple:
-                return unit.source % (*value[:-1], markup)
-            return unit.source % (markup,)
+                formatted = unit.source % {unit.key: markup}
+            elif type(value) is tuple:
+                formatted = unit.source % (*value[:-1], markup)
+            else:
+                formatted = unit.source % (markup,)
+            # (a precision that cut the markup leaves text, escaped: see _format_markup)
+            return formatted if markup in formatted else escape_str(formatted)
     return escape_str(unit.source % value)
 
 

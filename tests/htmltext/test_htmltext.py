@@ -1201,7 +1201,8 @@ class TestSpecsAddOnlyText:
             ('">2', "<b>"),
             (">5", "  <b>"),
             ('"<.0', ""),
-            ('"<6.2', "<b" + "&quot;" * 4),
+            # (a precision that cuts the markup leaves text: "<b" would open a tag)
+            ('"<6.2', "&lt;b" + "&quot;" * 4),
             ('">6.0', "&quot;" * 6),
             ("\x00>5", "\x00\x00<b>"),
         ],
