@@ -95,7 +95,7 @@ def nonced(literal: htmltext, slots: tuple[int, ...], placed: bool = False) -> h
     scope, *literal* itself.  *placed*: found from where a ``+`` chain puts it."""
     if _nonce.get() is None:
         return literal
-    made: htmltext = _made_nonced(str.__str__(literal), slots, placed)
+    made: htmltext = _made_nonced(literal, slots, placed)  # (its text, copied once)
     return made
 
 

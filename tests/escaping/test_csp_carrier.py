@@ -88,17 +88,6 @@ SOURCE = textwrap.dedent(
         app_js()
         '</textarea>'
 
-    def added [html] (v):
-        v + '<script src="/app.js"></script>'
-
-    def radded [html] (v):
-        '<script src="/app.js"></script>' + v
-
-    def iadded [html] (v):
-        a = v
-        a += '<script src="/app.js"></script>'
-        a
-
     def later [html] (u):
         x = f'<script src="{u}"></script>'
         x
@@ -222,27 +211,8 @@ def test_a_templates_result_outside_text_takes_no_nonce(
     assert "app.js" in out
 
 
-# -- C: a value's own operators ---------------------------------------------------------
-
-
-class Spy:
-    """An application object that records what ``+`` hands it."""
-
-    seen: list[str] = []
-
-    def __add__(self, other: object) -> str:
-        Spy.seen.append(str(other))
-        return ""
-
-    __radd__ = __iadd__ = __add__
-
-
-@pytest.mark.parametrize("name", ["added", "radded", "iadded"])
-def test_a_values_add_never_receives_the_nonce(templates: Any, name: str) -> None:
-    Spy.seen.clear()
-    with nonce_scope(NONCE):
-        getattr(templates, name)(Spy())
-    assert Spy.seen == ['<script src="/app.js"></script>']
+# -- C: a value's own operators: test_csp_written_flows.py's
+# test_a_values_operator_never_receives_the_nonce (literals and template results) --------
 
 
 # -- D: formatting at run time ----------------------------------------------------------
